@@ -1,0 +1,168 @@
+"""`ablation`: the command line. Every user error is one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import wraps
+from pathlib import Path
+
+import click
+
+from ablation.errors import AblationError
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def one_line_errors(fn):
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AblationError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+    return wrapper
+
+
+def _stacks(ctx) -> "StackDir":
+    from ablation.stacks import StackDir
+
+    return StackDir(root=ctx.obj["stacks_dir"])
+
+
+def _builder(ctx):
+    from ablation.venvs import VenvBuilder
+
+    return VenvBuilder(ctx.obj["venv_root"], ctx.obj["patches_dir"], log=lambda m: click.echo(m, err=True))
+
+
+@click.group()
+@click.option("--stacks-dir", type=click.Path(path_type=Path), default=REPO / "stacks", show_default=True)
+@click.option("--patches-dir", type=click.Path(path_type=Path), default=REPO / "patches", show_default=True)
+@click.option("--venv-root", type=click.Path(path_type=Path), default=None,
+              help="where leg venvs live [default: $ABLATION_VENV_ROOT or ~/.cache/vllm-ablation/venvs]")
+@click.pass_context
+def main(ctx, stacks_dir: Path, patches_dir: Path, venv_root: Path | None):
+    """Run one scenario table on several vLLM releases (legs) and compare them."""
+    from ablation.venvs import default_venv_root
+
+    ctx.obj = {"stacks_dir": stacks_dir, "patches_dir": patches_dir, "venv_root": venv_root or default_venv_root()}
+
+
+@main.group()
+def stacks():
+    """List, show and build leg environments."""
+
+
+@stacks.command("list")
+@click.pass_context
+@one_line_errors
+def stacks_list(ctx):
+    """One line per leg: engine, platform, and whether its venv is built."""
+    sd, builder = _stacks(ctx), _builder(ctx)
+    for leg in sd.legs():
+        sf = sd.load(leg)
+        s = sf.stack
+        built = "built" if builder.existing(sf) else "not built"
+        variants = f" variants: {', '.join(o.name for o in s.overrides)}" if s.overrides else ""
+        click.echo(f"{leg:12} {s.engine}=={s.engine_version:10} {s.platform:5} python {s.python}  {built}{variants}")
+
+
+@stacks.command("show")
+@click.argument("leg")
+@click.pass_context
+@one_line_errors
+def stacks_show(ctx, leg: str):
+    """The stack file as parsed, and the built venv's manifest if there is one."""
+    sf = _stacks(ctx).load(leg)
+    click.echo(json.dumps({"file": str(sf.path), "sha256": sf.sha256, "stack": sf.stack.model_dump()}, indent=2))
+    env = _builder(ctx).existing(sf)
+    if env:
+        man = {k: v for k, v in env.manifest.items() if k != "packages"}
+        click.echo(json.dumps({"venv": str(env.path), "manifest": man}, indent=2))
+
+
+@stacks.command("build")
+@click.argument("legs", nargs=-1, required=True)
+@click.option("--variant", default=None, help="build a per-model override variant")
+@click.option("--all-variants", is_flag=True, help="also build every override variant of the leg")
+@click.option("--force", is_flag=True, help="rebuild even if the venv matches the stack")
+@click.pass_context
+@one_line_errors
+def stacks_build(ctx, legs, variant, all_variants, force):
+    """Build (or reuse) the venv of each LEG with uv."""
+    sd, builder = _stacks(ctx), _builder(ctx)
+    for leg in legs:
+        sf = sd.load(leg)
+        variants = [variant] if variant else [None]
+        if all_variants:
+            variants += [o.name for o in sf.stack.overrides]
+        for v in variants:
+            env = builder.ensure(sf, v, force=force)
+            click.echo(f"{env.path}  lock sha256 {env.lock_sha256[:12]}  {len(env.manifest['packages'])} packages")
+
+
+@main.command("make-tiny-model")
+@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.option("--seed", default=0, show_default=True)
+@one_line_errors
+def make_tiny_model(out_dir: Path, seed: int):
+    """Write a 2-layer Llama checkpoint + BPE tokenizer trained here (no hub needed)."""
+    from ablation.tinymodel import make_tiny_llama
+
+    digest = make_tiny_llama(out_dir, seed=seed)
+    click.echo(f"{out_dir}  sha256 {digest}")
+
+
+@main.command("run")
+@click.option("--leg", "legs", multiple=True, help="leg to run (repeatable); see `ablation stacks list`")
+@click.option("--scenarios", "scenario_path", type=click.Path(path_type=Path), required=True)
+@click.option("--results", "results_root", type=click.Path(path_type=Path), default=Path("results"),
+              show_default=True)
+@click.option("--run-id", default=None, help="name of the run directory [default: UTC timestamp]")
+@click.option("--resume", "resume_id", default=None, help="continue run RUN: redo only unfinished tasks")
+@click.option("--repeats", default=1, show_default=True, type=click.IntRange(1))
+@click.option("--timeout", "timeout_s", type=float, default=None, help="per-task timeout override (s)")
+@click.pass_context
+@one_line_errors
+def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s):
+    """Run every scenario of the table on each leg, serially, one process per (leg, model)."""
+    from ablation.machine import probe
+    from ablation.models import default_models_root
+    from ablation.scenarios import load_scenarios
+    from ablation.sweep import Sweep, SweepOptions
+
+    scenarios = load_scenarios(scenario_path)
+    if resume_id and run_id and resume_id != run_id:
+        raise AblationError("--resume and --run-id name different runs; give one")
+    echo = lambda m: click.echo(m, err=True)  # noqa: E731
+    sweep = Sweep(_stacks(ctx), _builder(ctx), default_models_root(), probe(), log=echo)
+    opts = SweepOptions(list(legs), scenarios, results_root, run_id=resume_id or run_id, resume=bool(resume_id),
+                        repeats=repeats, timeout_override_s=timeout_s)
+    run_dir, outcomes = sweep.run(opts)
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")}
+    click.echo(f"{run_dir}: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['SKIP']} SKIP")
+
+
+@main.command("compare")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
+@click.option("--legs", default=None, help="comma-separated leg order [default: version order]")
+@one_line_errors
+def compare(paths, fmt, legs):
+    """Throughput and latency tables with consecutive ratio columns, from results."""
+    from ablation.compare import render
+    from ablation.results import load_results
+
+    rs = load_results(list(paths))
+    if not rs.results:
+        raise AblationError(f"no results.json under {', '.join(map(str, paths))}; run `ablation run` first")
+    for w in rs.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(render(rs, fmt, legs.split(",") if legs else None))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+"""Run tasks serially, one (leg, model, repeat) at a time, each in its leg's venv.
+
+A task is one harness process in its own process group with a timeout; on
+timeout the whole group (vLLM's engine and worker processes included) is
+killed. Status is PASS only if the process exited 0 AND the harness's own
+checks passed; a FAIL carries the error signature from its log. Every event
+is appended to run.jsonl, every result written atomically, nothing recorded
+is overwritten: a repeated or retried task gets new file names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ablation import layout
+from ablation.jsonio import append_jsonl, read_jsonl, write_json_atomic
+from ablation.logparse import FailureCause, attribute_failure, engine_facts_from_log
+from ablation.machine import Machine
+from ablation.models import PreparedModel
+from ablation.scenarios import ModelSpec, ScenarioFile
+from ablation.venvs import LegEnv
+
+RESULT_SCHEMA = "vllm-ablation/result/1"
+HARNESS = Path(__file__).parent / "harness" / "vllm_harness.py"
+KILL_GRACE_S = 10.0
+
+
+@dataclass
+class Task:
+    leg: str
+    model: ModelSpec
+    repeat: int
+    env: LegEnv | None  # None when the task is skipped before any venv is needed
+    prepared: PreparedModel | None
+    skip_reason: str | None = None
+    stack_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.leg}/{self.model.slug}/r{self.repeat}"
+
+
+@dataclass
+class TaskOutcome:
+    task_id: str
+    status: str
+    cause: dict | None
+    results_path: Path
+    duration_s: float
+
+
+@dataclass
+class RunContext:
+    run_id: str
+    run_dir: Path
+    scenarios: ScenarioFile
+    machine: Machine
+    harness: Path = HARNESS
+    timeout_override_s: float | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    log: object = print
+
+    @property
+    def events(self) -> Path:
+        return self.run_dir / "run.jsonl"
+
+    def event(self, kind: str, **fields) -> None:
+        append_jsonl(self.events, {"event": kind, "ts": time.time(), "run_id": self.run_id, **fields})
+
+
+def finished_task_ids(run_dir: Path) -> set[str]:
+    """Tasks with a task_end event: what a resumed run must not redo."""
+    return {e["task_id"] for e in read_jsonl(run_dir / "run.jsonl") if e.get("event") == "task_end"}
+
+
+def _kill_group(pgid: int) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after a grace period."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + KILL_GRACE_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(task.stack_env)
+    env.update(ctx.extra_env)
+    # Compiled-graph caches are per leg: one leg must never reuse another's artifacts.
+    env["VLLM_CACHE_ROOT"] = str(task.env.path / "vllm-cache")
+    env["PYTHONUNBUFFERED"] = "1"
+    # The harness must not see the runner's own packages.
+    env.pop("PYTHONPATH", None)
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+def _base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
+    m = task.model
+    record = {
+        "schema": RESULT_SCHEMA,
+        "run_id": ctx.run_id,
+        "task_id": task.task_id,
+        "leg": task.leg,
+        "variant": task.env.variant if task.env else None,
+        "model_id": m.id,
+        "model_slug": m.slug,
+        "tp": m.tp,
+        "repeat": task.repeat,
+        "attempt": files.attempt,
+        "scenario_table": {
+            "name": ctx.scenarios.table.name,
+            "path": str(ctx.scenarios.path),
+            "sha256": ctx.scenarios.sha256,
+        },
+        "model": {
+            "spec": m.model_dump(mode="json"),
+            "path": str(task.prepared.path) if task.prepared else None,
+            "digest": task.prepared.digest if task.prepared else None,
+        },
+        "machine": ctx.machine.as_dict(),
+    }
+    if task.env:
+        man = task.env.manifest
+        record["stack"] = {
+            "file": man["stack_file"],
+            "sha256": man["stack_sha256"],
+            "lock_sha256": man["lock_sha256"],
+            "venv": str(task.env.path),
+            "variant_reason": man.get("variant_reason"),
+            "pins": man["pins"],
+            "packages": man["packages"],
+            "excluded": man["excluded"],
+            "patches": man["patches"],
+            "python": man["python_version"],
+        }
+    return record
+
+
+def _task_json(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
+    table = ctx.scenarios.table
+    m = task.model
+    return {
+        "task_id": task.task_id,
+        "seed": table.seed,
+        "output_path": str(files.harness_output),
+        "model": {
+            "id": m.id,
+            "path": str(task.prepared.path),
+            "tp": m.tp,
+            "dtype": m.dtype,
+            "load_format": m.load_format,
+            "max_model_len": m.max_model_len,
+            "engine_args": m.engine_args,
+        },
+        "workloads": {w: table.workloads[w].model_dump(mode="json") for w in m.workloads},
+    }
+
+
+def _read_harness_output(path: Path) -> tuple[dict | None, str | None]:
+    """The harness's JSON, or why it is unusable (missing, garbage, NaN)."""
+    if not path.is_file():
+        return None, "harness wrote no results file"
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"harness results are not valid JSON: {exc}"
+    if not isinstance(data, dict) or not isinstance(data.get("workloads"), dict) or "checks" not in data:
+        return None, "harness results lack 'workloads'/'checks'"
+    for name, w in data["workloads"].items():
+        value = w.get("value") if isinstance(w, dict) else None
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            return None, f"harness results: workload {name} has non-finite value {value!r}"
+    return data, None
+
+
+def _decide(exit_code: int | None, timed_out: bool, harness: dict | None, problem: str | None, log_text: str):
+    """(status, cause): PASS needs exit 0, a valid result file and passing checks."""
+    if timed_out or exit_code != 0:
+        return "FAIL", attribute_failure(log_text, exit_code, timed_out).as_dict()
+    if problem:
+        return "FAIL", FailureCause("harness-error", problem).as_dict()
+    if not harness["checks"].get("passed"):
+        failures = "; ".join(harness["checks"].get("failures", [])) or "checks not passed"
+        return "FAIL", FailureCause("check-failed", failures[:300]).as_dict()
+    return "PASS", None
+
+
+def run_task(task: Task, ctx: RunContext) -> TaskOutcome:
+    files = layout.next_task_files(ctx.run_dir, task.leg, task.model.slug, task.repeat)
+    files.directory.mkdir(parents=True, exist_ok=True)
+    record = _base_record(task, ctx, files)
+    started = time.time()
+    record["started_at"] = started
+    ctx.event("task_start", task_id=task.task_id, attempt=files.attempt, results=str(files.results))
+
+    if task.skip_reason:
+        record.update(status="SKIP", skip_reason=task.skip_reason, cause=None, finished_at=time.time())
+        write_json_atomic(files.results, record)
+        ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status="SKIP", reason=task.skip_reason)
+        return TaskOutcome(task.task_id, "SKIP", None, files.results, 0.0)
+
+    write_json_atomic(files.task, _task_json(task, ctx, files))
+    timeout = ctx.timeout_override_s or task.model.timeout_s or ctx.scenarios.table.timeout_s
+    argv = [str(task.env.python), str(ctx.harness), str(files.task)]
+    timed_out = False
+    with open(files.log, "ab") as log:
+        proc = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=_task_env(task, ctx), start_new_session=True,
+        )
+        ctx.event("task_pid", task_id=task.task_id, attempt=files.attempt, pid=proc.pid)
+        try:
+            exit_code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            exit_code = proc.wait()
+        finally:
+            # vLLM's workers may outlive the harness; nothing of a task survives it.
+            _kill_group(proc.pid)
+    duration = time.time() - started
+    log_text = files.log.read_text(errors="replace")
+    harness, problem = _read_harness_output(files.harness_output)
+    status, cause = _decide(exit_code, timed_out, harness, problem, log_text)
+    facts = engine_facts_from_log(log_text)
+    record.update(
+        status=status,
+        cause=cause,
+        exit_code=exit_code,
+        timed_out=timed_out,
+        timeout_s=timeout,
+        duration_s=round(duration, 2),
+        finished_at=time.time(),
+        log=files.log.name,
+        engine={**(harness or {}).get("engine", {}), **facts},
+        workloads=(harness or {}).get("workloads", {}) if status == "PASS" else {},
+        harness={k: v for k, v in (harness or {}).items() if k not in ("workloads", "engine")},
+    )
+    write_json_atomic(files.results, record)
+    files.harness_output.unlink(missing_ok=True)
+    ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status=status, cause=cause,
+              duration_s=round(duration, 2))
+    return TaskOutcome(task.task_id, status, cause, files.results, duration)
+
+
+def describe(outcome: TaskOutcome) -> str:
+    line = f"{outcome.status:4} {outcome.task_id} ({outcome.duration_s:.0f} s)"
+    if outcome.cause:
+        line += f" [{outcome.cause['class']}] {outcome.cause['signature']}"
+    return line

