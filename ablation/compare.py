@@ -87,6 +87,17 @@ class RowKey:
     workload: str
 
 
+def row_order(rs: ResultSet) -> dict[RowKey, tuple]:
+    """Rows in scenario-table order (model position, then the model's workload order)."""
+    order = {}
+    for r in rs.results:
+        model_index, workloads = r.order
+        for w in r.workloads:
+            wi = workloads.index(w) if w in workloads else len(workloads)
+            order.setdefault(RowKey(r.model_id, r.tp, w), (model_index, r.model_id, r.tp, wi, w))
+    return order
+
+
 def collect(rs: ResultSet, kind: str) -> dict[RowKey, dict[str, list[float]]]:
     """(model, tp, workload) -> leg -> measured values (one per repeat) of PASS tasks."""
     cells: dict[RowKey, dict[str, list[float]]] = {}
@@ -113,7 +124,8 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None) -> Tabl
         ratio_cols = [f"{lab[a]}→{lab[b]}" for a, b in pairs]
         title, unit = "Latency (ms/tok, lower is better; ratios are speedups)", "ms/tok"
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols], [])
-    for key in sorted(cells, key=lambda k: (k.model_id, k.tp, k.workload)):
+    order = row_order(rs)
+    for key in sorted(cells, key=lambda k: order[k]):
         med = {leg: statistics.median(v) for leg, v in cells[key].items()}
         ratios = []
         for a, b in pairs:

@@ -122,6 +122,7 @@ def _base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
         "variant": task.env.variant if task.env else None,
         "model_id": m.id,
         "model_slug": m.slug,
+        "model_index": ctx.scenarios.table.models.index(m),
         "tp": m.tp,
         "repeat": task.repeat,
         "attempt": files.attempt,
@@ -170,7 +171,8 @@ def _task_json(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
             "max_model_len": m.max_model_len,
             "engine_args": m.engine_args,
         },
-        "workloads": {w: table.workloads[w].model_dump(mode="json") for w in m.workloads},
+        # A list, not a mapping: the scenario's order is the order they run in, on every leg.
+        "workloads": [{"name": w, **table.workloads[w].model_dump(mode="json")} for w in m.workloads],
     }
 
 

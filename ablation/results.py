@@ -38,6 +38,7 @@ class TaskResult:
     scenario_sha256: str
     workloads: dict[str, WorkloadResult]
     engine: dict
+    order: tuple[int, tuple[str, ...]]  # position in the scenario table, workload order
     raw: dict = field(compare=False, repr=False)
 
 
@@ -82,6 +83,7 @@ def parse_result(path: Path, data: dict) -> TaskResult:
         scenario_sha256=data["scenario_table"]["sha256"],
         workloads=workloads,
         engine=data.get("engine") or {},
+        order=(int(data.get("model_index", 0)), tuple((data.get("model") or {}).get("spec", {}).get("workloads", []))),
         raw=data,
     )
 

