@@ -56,7 +56,8 @@ def _classify(signature: str) -> str:
     s = signature.lower()
     if "out of memory" in s or "outofmemoryerror" in s or "memoryerror" in s:
         return "oom"
-    if s.startswith(("importerror", "modulenotfounderror")) or "no module named" in s or "has no attribute" in s:
+    if (s.startswith(("importerror", "modulenotfounderror")) or "no module named" in s or "has no attribute" in s
+            or "could not load this library" in s or "cannot open shared object" in s or "undefined symbol" in s):
         return "dependency"
     if "model type" in s or "not supported" in s or "unsupported" in s or "does not recognize" in s:
         return "unsupported-model"
@@ -66,15 +67,22 @@ def _classify(signature: str) -> str:
 
 
 def error_signature(text: str) -> str | None:
-    """The most specific exception line in the log: the root cause, not the wrapper."""
+    """The most specific exception line in the log: the root cause, not the wrapper.
+
+    pydantic's ValidationError puts the reason on the next, indented line
+    ("1 validation error for ModelConfig" / "  Value error, ... model type `gemma4` ..."),
+    so an indented continuation line is part of the signature."""
+    lines = text.splitlines()
     candidates = []
-    for line in text.splitlines():
+    for i, line in enumerate(lines):
         m = _EXC_LINE.match(line.strip())
-        if m:
-            exc, msg = m.group(1), (m.group(2) or "").strip()
-            if exc.endswith("Warning"):
-                continue
-            candidates.append(f"{exc}: {msg}" if msg else exc)
+        if not m or m.group(1).endswith("Warning"):
+            continue
+        exc, msg = m.group(1), (m.group(2) or "").strip()
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if nxt[:1].isspace() and nxt.strip() and not nxt.strip().startswith(("File ", "^", "~")):
+            msg = f"{msg} {nxt.strip()}".strip()
+        candidates.append(f"{exc}: {msg}" if msg else exc)
     specific = [c for c in candidates if not any(w in c for w in _WRAPPERS)]
     chosen = (specific or candidates or [None])[-1]
     return chosen[:300] if chosen else None

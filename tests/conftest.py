@@ -26,9 +26,12 @@ def cli():
 
 
 def one_line_error(proc: subprocess.CompletedProcess) -> str:
-    """The CLI's contract for bad input: exit 2, exactly one line on stderr, no traceback."""
+    """The CLI's contract for bad input: exit 2, one `error:` line (the last), no traceback.
+
+    Progress lines ("[stacks] building ...") may precede it on stderr."""
     assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert proc.stderr.rstrip().splitlines()[-1] == errors[0]
     assert "Traceback" not in proc.stderr
-    return lines[0]
+    return errors[0]

@@ -1,0 +1,66 @@
+"""FAULT-INJECTION HARNESS: a fake engine for the executor's failure tests only.
+
+It speaks the real harness's file protocol (task JSON in, result JSON out) but
+misbehaves on purpose, chosen by the task's model id `fault/<mode>`. It never
+stands in for vLLM in any test of measurement.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def result(task, value=100.0, passed=True):
+    return {
+        "schema": "vllm-ablation/harness/1",
+        "task_id": task["task_id"],
+        "workloads": {w["name"]: {"kind": w["kind"], "value": value, "unit": "tok/s",
+                                  "total_output_tokens": 1, "expected_output_tokens": 1}
+                      for w in task["workloads"]},
+        "engine": {"kv_cache_tokens": 1000},
+        "checks": {"passed": passed, "failures": [] if passed else ["mixed: output tokens 3 != requested 4"]},
+    }
+
+
+def write(task, data):
+    with open(task["output_path"], "w") as f:
+        f.write(data if isinstance(data, str) else json.dumps(data))
+
+
+def main():
+    task = json.load(open(sys.argv[1]))
+    mode = task["model"]["id"].split("/", 1)[1]
+    print(f"[fault-harness] mode {mode}", flush=True)
+    if mode == "ok":
+        write(task, result(task))
+    elif mode == "segfault":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif mode == "hang":
+        # Like vLLM: a worker child in the same process group, then the parent hangs.
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        with open(os.path.join(os.path.dirname(task["output_path"]), "child.pid"), "w") as f:
+            f.write(str(child.pid))
+        time.sleep(3600)
+    elif mode == "garbage":
+        write(task, "{this is not json")
+    elif mode == "failed-checks":
+        write(task, result(task, passed=False))
+    elif mode == "nan":
+        write(task, json.dumps(result(task)).replace("100.0", "NaN"))
+    elif mode == "cutlass":
+        raise AttributeError("module 'cutlass.cute.core' has no attribute 'ThrMma'")
+    elif mode == "oom":
+        print("Traceback (most recent call last):\n  File \"x.py\", line 1, in <module>", flush=True)
+        print("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", flush=True)
+        sys.exit(1)
+    elif mode == "exit0-nothing":
+        pass
+    else:
+        sys.exit(f"unknown fault mode {mode}")
+
+
+if __name__ == "__main__":
+    main()

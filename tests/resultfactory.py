@@ -1,0 +1,32 @@
+"""Hand-made results.json files with known numbers, for the comparer's tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ablation import layout
+
+
+def write_result(run_dir: Path, leg: str, model: str, values: dict[str, float], *, tp: int = 1,
+                 status: str = "PASS", repeat: int = 1, attempt: int = 1, sha: str = "table-sha",
+                 cause: dict | None = None, skip_reason: str | None = None, engine: dict | None = None,
+                 model_index: int = 0) -> Path:
+    """values: workload -> number; a workload whose name contains 'single' or 'batch' is latency."""
+    workloads = {}
+    for name, v in values.items():
+        kind = "latency" if ("single" in name or "batch" in name) else "throughput"
+        workloads[name] = {"kind": kind, "value": v, "unit": "ms/tok" if kind == "latency" else "tok/s"}
+    slug = model.replace("/", "__")
+    files = layout.TaskFiles(layout.task_dir(run_dir, leg, slug), repeat, attempt)
+    files.directory.mkdir(parents=True, exist_ok=True)
+    record = {
+        "schema": "vllm-ablation/result/1", "run_id": run_dir.name, "task_id": f"{leg}/{slug}/r{repeat}",
+        "leg": leg, "variant": None, "model_id": model, "model_slug": slug, "model_index": model_index, "tp": tp,
+        "repeat": repeat, "attempt": attempt, "status": status, "cause": cause, "skip_reason": skip_reason,
+        "scenario_table": {"name": "t", "path": "t.yaml", "sha256": sha},
+        "model": {"spec": {"workloads": list(values)}},
+        "workloads": workloads if status == "PASS" else {}, "engine": engine or {},
+    }
+    files.results.write_text(json.dumps(record))
+    return files.results

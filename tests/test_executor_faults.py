@@ -1,0 +1,101 @@
+"""The executor against real process faults, using the FAULT-INJECTION harness.
+
+Real subprocesses, real signals, real timeouts; only the engine is fake.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ablation.executor import RunContext, Task, run_task
+from ablation.jsonio import read_jsonl
+from ablation.machine import probe
+from ablation.models import prepare_model
+from ablation.scenarios import load_scenarios
+from ablation.venvs import LegEnv
+
+FAULT_HARNESS = Path(__file__).parent / "fault_harness.py"
+MODES = ["ok", "segfault", "hang", "garbage", "failed-checks", "nan", "cutlass", "oom", "exit0-nothing"]
+
+
+@pytest.fixture
+def scenario_file(tmp_path):
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text("{}")
+    models = "\n".join(
+        f"  - {{id: fault/{m}, source: {{path: model}}, workloads: [mixed]}}" for m in MODES)
+    path = tmp_path / "faults.yaml"
+    path.write_text(
+        "name: faults\ntimeout_s: 600\nworkloads:\n"
+        "  mixed: {kind: throughput, num_prompts: 1, input_len: {min: 1, max: 1}, output_len: 1}\n"
+        f"models:\n{models}\n")
+    return load_scenarios(path)
+
+
+def fake_env(tmp_path) -> LegEnv:
+    """The runner's own interpreter stands in for a leg venv: the fault harness is stdlib only."""
+    manifest = {"stack_file": "n/a", "stack_sha256": "0", "lock_sha256": "0", "pins": {}, "packages": {},
+                "excluded": {}, "patches": [], "python_version": "3", "variant_reason": None}
+    return LegEnv("fault-leg", None, tmp_path / "venv", Path(sys.executable), manifest)
+
+
+def run_mode(mode, tmp_path, scenario_file, timeout=None):
+    ctx = RunContext("r1", tmp_path / "results" / "r1", scenario_file, probe(), harness=FAULT_HARNESS,
+                     timeout_override_s=timeout, log=lambda m: None)
+    spec = scenario_file.table.model(f"fault/{mode}")
+    task = Task("fault-leg", spec, 1, fake_env(tmp_path), prepare_model(spec, scenario_file, tmp_path))
+    outcome = run_task(task, ctx)
+    return outcome, json.loads(outcome.results_path.read_text()), ctx
+
+
+@pytest.mark.parametrize("mode, cls, signature", [
+    ("segfault", "runtime-crash", "killed by SIGSEGV"),
+    ("garbage", "harness-error", "not valid JSON"),
+    ("failed-checks", "check-failed", "output tokens 3 != requested 4"),
+    ("nan", "harness-error", "non-finite value nan"),
+    ("cutlass", "dependency", "AttributeError: module 'cutlass.cute.core' has no attribute 'ThrMma'"),
+    ("oom", "oom", "torch.OutOfMemoryError: CUDA out of memory"),
+    ("exit0-nothing", "harness-error", "harness wrote no results file"),
+])
+def test_fault_is_fail_with_attributed_cause(mode, cls, signature, tmp_path, scenario_file):
+    outcome, record, ctx = run_mode(mode, tmp_path, scenario_file)
+    assert outcome.status == record["status"] == "FAIL"
+    assert record["cause"]["class"] == cls
+    assert signature in record["cause"]["signature"]
+    assert record["workloads"] == {}, "a failed task must not contribute numbers"
+    ends = [e for e in read_jsonl(ctx.events) if e["event"] == "task_end"]
+    assert ends[-1]["status"] == "FAIL" and ends[-1]["cause"]["class"] == cls
+
+
+def test_ok_is_pass_and_records_hashes(tmp_path, scenario_file):
+    outcome, record, _ = run_mode("ok", tmp_path, scenario_file)
+    assert outcome.status == "PASS" and record["exit_code"] == 0
+    assert record["scenario_table"]["sha256"] == scenario_file.sha256
+    assert record["stack"]["lock_sha256"] == "0" and record["workloads"]["mixed"]["value"] == 100.0
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path, scenario_file):
+    started = time.monotonic()
+    outcome, record, _ = run_mode("hang", tmp_path, scenario_file, timeout=3)
+    assert time.monotonic() - started < 30
+    assert record["status"] == "FAIL" and record["cause"]["class"] == "timeout" and record["timed_out"]
+    child = int((outcome.results_path.parent / "child.pid").read_text())
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # the worker-like grandchild died with the group
+
+
+def test_rerun_is_a_new_attempt_never_an_overwrite(tmp_path, scenario_file):
+    first, rec1, _ = run_mode("ok", tmp_path, scenario_file)
+    second, rec2, _ = run_mode("segfault", tmp_path, scenario_file)  # different model dir
+    third, rec3, _ = run_mode("ok", tmp_path, scenario_file)
+    assert first.results_path.name == "results.json" and third.results_path.name == "results.r1a2.json"
+    assert json.loads(first.results_path.read_text()) == rec1
+    assert rec3["attempt"] == 2 and (third.results_path.parent / "run.r1a2.log").is_file()

@@ -1,0 +1,120 @@
+"""The venv builder with real uv and real packages (six: small, pure Python, on PyPI)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ablation.errors import AblationError
+from ablation.stacks import load_stack_file
+from ablation.venvs import VenvBuilder
+from conftest import one_line_error
+
+STACK = """\
+leg: small
+platform: cpu
+python: "3.11"
+engine: six
+packages:
+  six: "1.16.0"
+overrides:
+  - name: six17
+    models: [some/model]
+    pins: {six: "1.17.0"}
+    reason: "test variant"
+"""
+
+# A real local change to six.py, as patches/ would carry for a leg.
+PATCH = """\
+--- a/six.py
++++ b/six.py
+@@ -29,3 +29,4 @@
+ __author__ = "Benjamin Peterson <benjamin@python.org>"
+ __version__ = "1.16.0"
++PATCHED_BY_ABLATION = True
+ 
+"""
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "patches").mkdir()
+    stack = tmp_path / "stacks" / "small.yaml"
+    stack.write_text(STACK)
+    return tmp_path
+
+
+def builder(project: Path, logs: list) -> VenvBuilder:
+    return VenvBuilder(project / "venvs", project / "patches", log=logs.append)
+
+
+def version_in(python: Path) -> str:
+    return subprocess.run([str(python), "-c", "import six; print(six.__version__)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_build_records_lock_and_manifest_and_is_a_noop_when_unchanged(project):
+    logs: list[str] = []
+    b = builder(project, logs)
+    assert b.uv, "the runner's own uv wheel must be found"
+    sf = load_stack_file(project / "stacks" / "small.yaml")
+    env = b.ensure(sf)
+    assert version_in(env.python) == "1.16.0"
+    lock = (env.path / "lock.txt").read_text()
+    assert "six==1.16.0" in lock
+    man = json.loads((env.path / "manifest.json").read_text())
+    assert man["packages"]["six"] == "1.16.0" and man["installer"] == "uv"
+    assert man["python_version"].startswith("3.11") and man["built_at"] and man["stack_sha256"] == sf.sha256
+    mtime = (env.path / "manifest.json").stat().st_mtime_ns
+
+    again = b.ensure(load_stack_file(project / "stacks" / "small.yaml"))
+    assert (again.path / "manifest.json").stat().st_mtime_ns == mtime
+    assert "up to date" in logs[-1]
+
+    # A changed pin rebuilds; the old packages are gone, not merged.
+    (project / "stacks" / "small.yaml").write_text(STACK.replace('six: "1.16.0"', 'six: "1.17.0"', 1))
+    rebuilt = b.ensure(load_stack_file(project / "stacks" / "small.yaml"))
+    assert version_in(rebuilt.python) == "1.17.0"
+    assert "six==1.17.0" in (rebuilt.path / "lock.txt").read_text()
+
+
+def test_override_builds_a_separate_named_variant(project):
+    b = builder(project, [])
+    sf = load_stack_file(project / "stacks" / "small.yaml")
+    base = b.ensure(sf)
+    variant = b.ensure(sf, sf.stack.override_for("some/model").name)
+    assert variant.path.name == "small+six17" and variant.path != base.path
+    assert version_in(base.python) == "1.16.0" and version_in(variant.python) == "1.17.0"
+    assert variant.manifest["variant_reason"] == "test variant"
+
+
+def test_patch_applies_to_this_leg_only_and_is_recorded(project):
+    (project / "patches" / "six-mark.patch").write_text(PATCH)
+    (project / "stacks" / "patched.yaml").write_text(
+        STACK.replace("leg: small", "leg: patched") + "patches: [six-mark.patch]\n")
+    b = builder(project, [])
+    plain = b.ensure(load_stack_file(project / "stacks" / "small.yaml"))
+    patched = b.ensure(load_stack_file(project / "stacks" / "patched.yaml"))
+    probe = "import six; print(getattr(six, 'PATCHED_BY_ABLATION', False))"
+    out = lambda env: subprocess.run([str(env.python), "-c", probe], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    assert out(patched) == "True"
+    assert out(plain) == "False", "a patch leaked into another leg (hard links into uv's cache?)"
+    assert patched.manifest["patches"][0]["file"] == "six-mark.patch"
+
+
+def test_unresolvable_pin_is_one_line_and_leaves_no_half_venv(project, cli):
+    (project / "stacks" / "broken.yaml").write_text(
+        STACK.replace("leg: small", "leg: broken").replace('six: "1.16.0"', 'six: "99.0.0"', 1))
+    b = builder(project, [])
+    with pytest.raises(AblationError) as exc:
+        b.ensure(load_stack_file(project / "stacks" / "broken.yaml"))
+    msg = str(exc.value)
+    assert "broken.yaml: field 'packages'" in msg and "six" in msg and "\n" not in msg
+    assert not (project / "venvs" / "broken").exists()
+    line = one_line_error(cli("--stacks-dir", str(project / "stacks"), "--patches-dir", str(project / "patches"),
+                              "--venv-root", str(project / "venvs"), "stacks", "build", "broken"))
+    assert "field 'packages'" in line

