@@ -125,9 +125,13 @@ def make_tiny_model(out_dir: Path, seed: int):
 @click.option("--resume", "resume_id", default=None, help="continue run RUN: redo only unfinished tasks")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--timeout", "timeout_s", type=float, default=None, help="per-task timeout override (s)")
+@click.option("--wait/--no-wait", default=False, show_default=True,
+              help="if another sweep holds this machine: queue behind it, or refuse at once")
+@click.option("--harness", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="(testing) replace the vLLM harness, e.g. with tests/fault_harness.py")
 @click.pass_context
 @one_line_errors
-def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s):
+def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s, wait, harness):
     """Run every scenario of the table on each leg, serially, one process per (leg, model)."""
     from ablation.machine import probe
     from ablation.models import default_models_root
@@ -140,7 +144,8 @@ def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, time
     echo = lambda m: click.echo(m, err=True)  # noqa: E731
     sweep = Sweep(_stacks(ctx), _builder(ctx), default_models_root(), probe(), log=echo)
     opts = SweepOptions(list(legs), scenarios, results_root, run_id=resume_id or run_id, resume=bool(resume_id),
-                        repeats=repeats, timeout_override_s=timeout_s)
+                        repeats=repeats, timeout_override_s=timeout_s, wait_for_lock=wait,
+                        harness=harness.resolve() if harness else None)
     run_dir, outcomes = sweep.run(opts)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")}
     click.echo(f"{run_dir}: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['SKIP']} SKIP")

@@ -7,15 +7,18 @@ so a typo never costs a half-finished run.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ablation.errors import AblationError
 from ablation.executor import RunContext, Task, TaskOutcome, describe, finished_task_ids, run_task
-from ablation.jsonio import write_json_atomic
-from ablation.machine import Machine
+from ablation.hostlock import default_lock_path, host_lock
+from ablation.jsonio import read_jsonl, write_json_atomic
+from ablation.machine import Machine, gpu_processes
 from ablation.models import prepare_model
 from ablation.scenarios import ScenarioFile
 from ablation.stacks import StackDir, StackFile
@@ -31,6 +34,9 @@ class SweepOptions:
     resume: bool = False
     repeats: int = 1
     timeout_override_s: float | None = None
+    wait_for_lock: bool = False
+    lock_path: Path = field(default_factory=default_lock_path)
+    harness: Path | None = None  # only for fault injection (tests/fault_harness.py)
 
 
 def new_run_id() -> str:
@@ -85,30 +91,76 @@ class Sweep:
                     tasks.append(Task(leg, m, repeat, envs[(leg, variant)], prepared[m.id], stack_env=sf.stack.env))
         return tasks
 
-    def run(self, opts: SweepOptions, ctx_extra: dict | None = None) -> tuple[Path, list[TaskOutcome]]:
+    def run(self, opts: SweepOptions) -> tuple[Path, list[TaskOutcome]]:
         run_id = opts.run_id or new_run_id()
         run_dir = opts.results_root / run_id
         if opts.resume and not (run_dir / "run.jsonl").is_file():
             raise AblationError(f"cannot resume run '{run_id}': {run_dir / 'run.jsonl'} does not exist")
         if not opts.resume and (run_dir / "run.jsonl").exists():
-            raise AblationError(f"run '{run_id}' already exists in {run_dir}; pass --resume to continue it")
+            raise AblationError(f"run '{run_id}' already exists in {run_dir}; pass --resume {run_id} to continue it")
+        with host_lock(opts.lock_path, run_id, opts.wait_for_lock, log=self.log):
+            return self._run_locked(opts, run_id, run_dir)
+
+    def _run_locked(self, opts: SweepOptions, run_id: str, run_dir: Path) -> tuple[Path, list[TaskOutcome]]:
         tasks = self.plan(opts)
         ctx = RunContext(run_id, run_dir, opts.scenarios, self.machine,
-                         timeout_override_s=opts.timeout_override_s, log=self.log, **(ctx_extra or {}))
+                         timeout_override_s=opts.timeout_override_s, log=self.log)
+        if opts.harness:
+            ctx.harness = opts.harness
         done = finished_task_ids(run_dir) if opts.resume else set()
         run_dir.mkdir(parents=True, exist_ok=True)
+        if opts.resume:
+            self._kill_orphans(ctx)
         self._write_manifest(run_dir, opts, tasks)
-        ctx.event("run_start" if not opts.resume else "run_resume", argv=sys.argv, legs=opts.legs,
-                  scenario_sha256=opts.scenarios.sha256, tasks=len(tasks), already_done=len(done))
-        outcomes = []
         todo = [t for t in tasks if t.task_id not in done]
+        ctx.event("run_start" if not opts.resume else "run_resume", argv=sys.argv, legs=opts.legs,
+                  scenario_sha256=opts.scenarios.sha256, tasks=len(tasks), already_done=len(done),
+                  todo=[t.task_id for t in todo])
+        outcomes: list[TaskOutcome] = []
+        started = time.monotonic()
         for i, task in enumerate(todo, 1):
-            self.log(f"[run {run_id}] task {i}/{len(todo)}: {task.task_id}")
+            self._check_gpus_free()
+            self.log(f"[run {run_id}] task {i}/{len(todo)}: {task.task_id} {self._eta(started, i - 1, len(todo))}")
             outcome = run_task(task, ctx)
             self.log(f"[run {run_id}] {describe(outcome)}")
             outcomes.append(outcome)
         ctx.event("run_end", counts={s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")})
         return run_dir, outcomes
+
+    @staticmethod
+    def _eta(started: float, done: int, total: int) -> str:
+        elapsed = time.monotonic() - started
+        if done == 0:
+            return f"(elapsed {elapsed:.0f} s)"
+        return f"(elapsed {elapsed:.0f} s, ETA {elapsed / done * (total - done):.0f} s)"
+
+    def _check_gpus_free(self) -> None:
+        """Between our tasks nothing of ours holds a GPU: any compute process is foreign."""
+        busy = gpu_processes([g.index for g in self.machine.gpus])
+        if busy:
+            held = ", ".join(f"GPU {i} by pid {pid}" for i, pid in busy)
+            raise AblationError(f"GPUs busy ({held}); stop those processes, then `ablation run --resume`")
+
+    def _kill_orphans(self, ctx: RunContext) -> None:
+        """A runner killed mid-task leaves its harness group running: end it before redoing the task."""
+        events = read_jsonl(ctx.events)
+        ended = {(e["task_id"], e.get("attempt")) for e in events if e.get("event") == "task_end"}
+        for e in events:
+            if e.get("event") != "task_pid" or (e["task_id"], e.get("attempt")) in ended:
+                continue
+            pid = e["pid"]
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(ctx.harness.name) not in cmdline:
+                continue  # the pid was reused by something else
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                ctx.event("orphan_killed", task_id=e["task_id"], attempt=e.get("attempt"), pid=pid)
+                self.log(f"[run {ctx.run_id}] killed orphaned task {e['task_id']} (pid {pid})")
+            except ProcessLookupError:
+                pass
 
     def _write_manifest(self, run_dir: Path, opts: SweepOptions, tasks: list[Task]) -> None:
         """Run-level MANIFEST: written once; a resumed run adds MANIFEST.resume-N.json beside it."""

@@ -36,6 +36,10 @@ def main():
     print(f"[fault-harness] mode {mode}", flush=True)
     if mode == "ok":
         write(task, result(task))
+    elif mode.startswith("slow"):
+        hang = mode in os.environ.get("FAULT_HANG_MODES", "").split(",")
+        time.sleep(3600 if hang else float(os.environ.get("FAULT_SLOW_S", "4")))
+        write(task, result(task))
     elif mode == "segfault":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif mode == "hang":

@@ -1,0 +1,152 @@
+"""Whole sweeps through the real CLI: host lock, SIGKILL + resume, repeats order.
+
+The legs are real uv venvs (a small stack); the engine is the FAULT-INJECTION
+harness, so the tests control how long tasks take.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ablation.jsonio import read_jsonl
+from ablation.sweep import leg_order
+from conftest import REPO, one_line_error
+
+FAULT_HARNESS = Path(__file__).parent / "fault_harness.py"
+
+STACK = 'leg: "{leg}"\nplatform: cpu\npython: "3.11"\nengine: six\npackages:\n  six: "1.16.0"\n'
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "patches").mkdir()
+    for leg in ("la", "lb"):
+        (tmp_path / "stacks" / f"{leg}.yaml").write_text(STACK.format(leg=leg))
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    models = "\n".join(f"  - {{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(3))
+    (tmp_path / "table.yaml").write_text(
+        "name: slow\nworkloads:\n"
+        "  mixed: {kind: throughput, num_prompts: 1, input_len: {min: 1, max: 1}, output_len: 1}\n"
+        f"models:\n{models}\n")
+    return tmp_path
+
+
+def argv(project: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "ablation.cli", "--stacks-dir", str(project / "stacks"),
+            "--patches-dir", str(project / "patches"), "--venv-root", str(project / "venvs"),
+            "run", "--scenarios", str(project / "table.yaml"), "--results", str(project / "results"),
+            "--harness", str(FAULT_HARNESS), *extra]
+
+
+def env(project: Path, slow: float, hang: str = "") -> dict:
+    return {**os.environ, "FAULT_SLOW_S": str(slow), "FAULT_HANG_MODES": hang,
+            "ABLATION_LOCK_FILE": str(project / "host.lock")}
+
+
+def start(project, slow, *extra, hang: str = "") -> subprocess.Popen:
+    return subprocess.Popen(argv(project, *extra), cwd=REPO, env=env(project, slow, hang),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_event(events: Path, kind: str, count: int = 1, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sum(e["event"] == kind for e in read_jsonl(events)) >= count:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"no {count} x {kind} in {events} after {timeout} s")
+
+
+def test_second_sweep_refuses_or_waits(project):
+    subprocess.run(argv(project, "--leg", "la", "--run-id", "warm"), cwd=REPO, env=env(project, 0), check=True,
+                   capture_output=True)  # builds the venv outside the timed part
+    first = start(project, 3, "--leg", "la", "--run-id", "first")
+    wait_for_event(project / "results/first/run.jsonl", "task_start")
+    refused = subprocess.run(argv(project, "--leg", "la", "--run-id", "second"), cwd=REPO, env=env(project, 0),
+                             capture_output=True, text=True)
+    line = one_line_error(refused)
+    assert "another sweep holds this machine" in line and "run first" in line and "--wait" in line
+    assert not (project / "results/second").exists()
+    waited = subprocess.run(argv(project, "--leg", "la", "--run-id", "third", "--wait"), cwd=REPO,
+                            env=env(project, 0), capture_output=True, text=True)
+    assert first.wait() == 0 and waited.returncode == 0, waited.stderr
+    first_end = read_jsonl(project / "results/first/run.jsonl")[-1]["ts"]
+    third_start = read_jsonl(project / "results/third/run.jsonl")[0]["ts"]
+    assert third_start >= first_end, "the waiting sweep started before the first one ended"
+
+
+def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(project):
+    events = project / "results/r/run.jsonl"
+    # The third task hangs in this first runner: killing the runner leaves it orphaned.
+    runner = start(project, 1, "--leg", "la", "--leg", "lb", "--run-id", "r", hang="slow-2")
+    wait_for_event(events, "task_end", 2, timeout=300)
+    wait_for_event(events, "task_pid", 3)
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.wait()
+    before = events.read_bytes()
+    ended_before = [e["task_id"] for e in read_jsonl(events) if e["event"] == "task_end"]
+    interrupted = [e for e in read_jsonl(events) if e["event"] == "task_pid"][-1]
+    assert len(ended_before) == 2
+
+    resumed = subprocess.run(argv(project, "--leg", "la", "--leg", "lb", "--resume", "r"), cwd=REPO,
+                             env=env(project, 0.5), capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    after = events.read_bytes()
+    assert after.startswith(before), "run.jsonl was rewritten, not appended"
+    ev = read_jsonl(events)
+    ends = [e["task_id"] for e in ev if e["event"] == "task_end"]
+    assert sorted(ends) == sorted(set(ends)) and len(ends) == 6, ends  # every task once, none twice
+    resume = next(e for e in ev if e["event"] == "run_resume")
+    assert resume["already_done"] == 2 and len(resume["todo"]) == 4
+    # The interrupted task's first attempt left its log; the redo is attempt 2 beside it.
+    leg, slug, _ = interrupted["task_id"].split("/")
+    d = project / "results/r" / leg / slug
+    assert (d / "run.log").is_file() and (d / "results.r1a2.json").is_file() and not (d / "results.json").exists()
+    assert json.loads((d / "results.r1a2.json").read_text())["status"] == "PASS"
+    # the orphaned harness was killed, not left running beside the resumed sweep
+    assert any(e["event"] == "orphan_killed" and e["pid"] == interrupted["pid"] for e in ev)
+    time.sleep(0.5)
+    assert not _alive(interrupted["pid"])
+    assert (project / "results/r/MANIFEST.json").is_file() and (project / "results/r/MANIFEST.resume-1.json").is_file()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def test_repeats_interleave_legs_round_by_round(project):
+    assert leg_order(["a", "b", "c"], 3) == [(1, ["a", "b", "c"]), (2, ["c", "b", "a"]), (3, ["a", "b", "c"])]
+    proc = subprocess.run(argv(project, "--leg", "la", "--leg", "lb", "--run-id", "rep", "--repeats", "2"),
+                          cwd=REPO, env=env(project, 0), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    order = [e["task_id"] for e in read_jsonl(project / "results/rep/run.jsonl") if e["event"] == "task_start"]
+    legs = [t.split("/")[0] for t in order]
+    assert legs == ["la"] * 3 + ["lb"] * 3 + ["lb"] * 3 + ["la"] * 3
+    assert (project / "results/rep/la/fault__slow-0/results.r2a1.json").is_file()
+
+
+def test_resume_of_unknown_run_and_duplicate_run_id_are_one_line_errors(project):
+    proc = subprocess.run(argv(project, "--leg", "la", "--resume", "nope"), cwd=REPO, env=env(project, 0),
+                          capture_output=True, text=True)
+    assert "cannot resume run 'nope'" in one_line_error(proc)
+    subprocess.run(argv(project, "--leg", "la", "--run-id", "x"), cwd=REPO, env=env(project, 0), check=True,
+                   capture_output=True)
+    before = (project / "results/x/run.jsonl").read_bytes()
+    proc = subprocess.run(argv(project, "--leg", "la", "--run-id", "x"), cwd=REPO, env=env(project, 0),
+                          capture_output=True, text=True)
+    assert "already exists" in one_line_error(proc)
+    assert (project / "results/x/run.jsonl").read_bytes() == before
