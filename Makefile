@@ -12,7 +12,7 @@ RESULTS   ?= results
 RUN_ID    ?= $(shell date -u +%Y%m%d-%H%M%S)
 REPEATS   ?= 1
 
-.PHONY: ablation test install clean-venvs
+.PHONY: ablation test install clean-venvs report
 
 install: $(BIN)/ablation
 
@@ -35,3 +35,7 @@ test: install
 
 clean-venvs:
 	rm -rf $${ABLATION_VENV_ROOT:-$$HOME/.cache/vllm-ablation/venvs}
+
+## make report: regenerate report/ (REPORT.md, CSV, JSON, HTML + plots) from everything in results/
+report: install
+	$(BIN)/ablation report $(RESULTS) --out report

@@ -1,8 +1,10 @@
-"""Ratio tables across legs, generated from results (never transcribed).
+"""Tables across legs, generated from results (never transcribed).
 
-Shapes follow the seed reports: a throughput table (tok/s, higher is better,
-ratio columns new/old such as `29/28`) and a latency table (ms/tok, lower is
-better, ratio columns old/new as speedups such as `28→29`), plus coverage.
+Shapes follow the seed reports: coverage; throughput (tok/s, higher is better,
+ratio columns new/old such as `29/28`); latency (ms/tok, lower is better, ratio
+columns old→new as speedups); failure attribution; plus a controls table that
+says whether the legs did the same work under the same engine settings.
+Every ratio carries a verdict from `ablation.stats`.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from ablation.results import ResultSet, TaskResult
+from ablation.stats import NOISE_BAND, MIN_REPEATS, RatioEstimate, compare_samples, format_measure
+from ablation.stats import relative_uncertainty
 
 MISSING = "—"
+VERDICT_MARK = {"faster": "↑", "slower": "↓", "no difference detected": "≈"}
 
 
 def leg_label(leg: str, all_legs: list[str]) -> str:
@@ -29,20 +34,13 @@ def leg_label(leg: str, all_legs: list[str]) -> str:
     return short(leg) if len(set(shorts)) == len(shorts) else leg
 
 
-def format_value(v: float | None) -> str:
-    if v is None:
+def format_ratio(est: RatioEstimate | None) -> str:
+    if est is None:
         return MISSING
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    if abs(v) >= 0.1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
-
-
-def format_ratio(r: float | None) -> str:
-    return MISSING if r is None else f"{r:.2f}x"
+    text = f"{est.ratio:.2f}x {VERDICT_MARK[est.verdict]}"
+    if est.low is not None:
+        text += f" [{est.low:.2f}, {est.high:.2f}]"
+    return text
 
 
 @dataclass
@@ -55,9 +53,12 @@ class Table:
 
     def markdown(self) -> str:
         out = [f"### {self.title}", ""]
-        out.append("| " + " | ".join(self.columns) + " |")
-        out.append("|" + "|".join("---" for _ in self.columns) + "|")
-        out += ["| " + " | ".join(r) + " |" for r in self.rows]
+        if self.rows:
+            out.append("| " + " | ".join(self.columns) + " |")
+            out.append("|" + "|".join("---" for _ in self.columns) + "|")
+            out += ["| " + " | ".join(r) + " |" for r in self.rows]
+        else:
+            out.append("(no rows)")
         if self.note:
             out += ["", self.note]
         return "\n".join(out) + "\n"
@@ -110,39 +111,56 @@ def collect(rs: ResultSet, kind: str) -> dict[RowKey, dict[str, list[float]]]:
     return cells
 
 
-def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None) -> Table:
+def leg_pairs(legs: list[str], baseline: str | None) -> list[tuple[str, str]]:
+    """Consecutive pairs (a, b), (b, c), ...; or (baseline, x) for every other leg."""
+    if baseline:
+        return [(baseline, x) for x in legs if x != baseline]
+    return list(zip(legs, legs[1:]))
+
+
+def pair_label(a: str, b: str, legs: list[str], kind: str) -> str:
+    la, lb = leg_label(a, legs), leg_label(b, legs)
+    return f"{lb}/{la}" if kind == "throughput" else f"{la}→{lb}"
+
+
+def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baseline: str | None = None,
+                noise_band: float = NOISE_BAND) -> Table:
     legs = legs or rs.legs()
     cells = collect(rs, kind)
     higher_better = kind == "throughput"
-    pairs = list(zip(legs, legs[1:]))
-    labels = [leg_label(x, legs) for x in legs]
-    lab = dict(zip(legs, labels))
+    pairs = leg_pairs(legs, baseline)
+    ratio_cols = [pair_label(a, b, legs, kind) for a, b in pairs]
     if higher_better:
-        ratio_cols = [f"{lab[b]}/{lab[a]}" for a, b in pairs]
         title, unit = "Throughput (tok/s, higher is better)", "tok/s"
     else:
-        ratio_cols = [f"{lab[a]}→{lab[b]}" for a, b in pairs]
         title, unit = "Latency (ms/tok, lower is better; ratios are speedups)", "ms/tok"
-    table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols], [])
+    controls = controls_by_row(rs, legs)
+    table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
+    max_n = 0
     for key in sorted(cells, key=lambda k: order[k]):
-        med = {leg: statistics.median(v) for leg, v in cells[key].items()}
-        ratios = []
-        for a, b in pairs:
-            if a in med and b in med and med[a] > 0 and med[b] > 0:
-                ratios.append(med[b] / med[a] if higher_better else med[a] / med[b])
-            else:
-                ratios.append(None)
-        table.rows.append(
-            [key.model_id, str(key.tp), key.workload, *(format_value(med.get(leg)) for leg in legs),
-             *(format_ratio(r) for r in ratios)]
-        )
-        table.data.append({**asdict(key), "unit": unit, "values": {leg: cells[key].get(leg) for leg in legs},
+        values = cells[key]
+        max_n = max(max_n, *(len(v) for v in values.values()))
+        med = {leg: statistics.median(v) for leg, v in values.items()}
+        ests = [compare_samples(values[a], values[b], higher_better, noise_band)
+                if a in values and b in values else None for a, b in pairs]
+        shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, []), noise_band))
+                 for leg in legs]
+        differs = controls.get((key.model_id, key.workload), [])
+        table.rows.append([key.model_id, str(key.tp), key.workload, *shown, *(format_ratio(e) for e in ests),
+                           "differ: " + ", ".join(differs) if differs else "same"])
+        table.data.append({**asdict(key), "unit": unit, "values": {leg: values.get(leg) for leg in legs},
                            "median": {leg: med.get(leg) for leg in legs},
-                           "ratios": dict(zip(ratio_cols, ratios))})
-    n = max((len(v) for c in cells.values() for v in c.values()), default=0)
-    table.note = (f"Medians of {n} repeats." if n > 1 else
-                  "Single timed pass per cell, no repeats: read 0.95-1.05x as 'no difference detected'.")
+                           "ratios": {c: (e.as_dict() if e else None) for c, e in zip(ratio_cols, ests)},
+                           "controls_differ": differs})
+    if max_n >= MIN_REPEATS:
+        table.note = (f"Medians of up to {max_n} repeats. Ratios: median ratio, 95% percentile-bootstrap "
+                      "interval in brackets; ↑ better / ↓ worse when the interval excludes 1.00, otherwise "
+                      "≈ no difference detected.")
+    else:
+        table.note = (f"Single timed pass per cell (fewer than {MIN_REPEATS} repeats): no dispersion. "
+                      f"↑/↓ only outside a ±{noise_band:.0%} noise band, else ≈ no difference detected. "
+                      "Values are rounded to the digits that band supports.")
     return table
 
 
@@ -152,9 +170,9 @@ def coverage_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
     models = sorted({r.model_id for r in latest})
     skipped = sorted({r.model_id for r in latest if r.status == "SKIP"})
     denominator = [m for m in models if m not in skipped]
-    table = Table("Coverage", ["leg", "passing", "failed", "not run"], [])
+    table = Table("Coverage", ["leg", "passing", "failed", "skipped", "not run"], [])
     for leg in legs:
-        status = {}
+        status: dict[str, str] = {}
         for r in latest:
             if r.leg == leg and r.status != "SKIP":
                 # A model passes on a leg if its latest attempt of any repeat passed.
@@ -163,12 +181,17 @@ def coverage_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
         failed = [m for m in denominator if status.get(m) == "FAIL"]
         not_run = [m for m in denominator if m not in status]
         table.rows.append([leg, f"{len(passing)}/{len(denominator)}", ", ".join(failed) or MISSING,
-                           ", ".join(not_run) or MISSING])
-        table.data.append({"leg": leg, "passing": passing, "failed": failed, "not_run": not_run})
+                           ", ".join(skipped) or MISSING, ", ".join(not_run) or MISSING])
+        table.data.append({"leg": leg, "passing": passing, "failed": failed, "skipped": skipped,
+                           "not_run": not_run})
     if skipped:
         reasons = sorted({f"{r.model_id}: {r.skip_reason}" for r in latest if r.status == "SKIP"})
         table.note = (f"The denominator is {len(denominator)}, not {len(models)}: skipped on this machine "
                       f"(not failed) and excluded: " + "; ".join(reasons))
+    else:
+        table.note = f"The denominator is every model in the results ({len(models)}); none was skipped."
+    if rs.warnings:
+        table.note += f" {len(rs.warnings)} result file(s) unreadable, counted as not run (see warnings)."
     return table
 
 
@@ -182,26 +205,88 @@ def failures_table(rs: ResultSet) -> Table:
     return table
 
 
-def all_tables(rs: ResultSet, legs: list[str] | None = None) -> list[Table]:
-    tables = [coverage_table(rs, legs), ratio_table(rs, "throughput", legs), ratio_table(rs, "latency", legs)]
-    fails = failures_table(rs)
-    if fails.rows:
-        tables.append(fails)
+CONTROL_FIELDS = {
+    "work done": lambda r, w: (w.raw.get("total_output_tokens"), w.raw.get("num_seqs")),
+    "kv-cache": lambda r, w: r.engine.get("kv_cache_tokens"),
+    "attention backend": lambda r, w: r.engine.get("attention_backend"),
+    "scheduler": lambda r, w: (r.engine.get("max_num_batched_tokens"), r.engine.get("max_num_seqs"),
+                               r.engine.get("enable_chunked_prefill")),
+}
+
+
+def _controls(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], dict[str, dict[str, object]]]:
+    """(model, workload) -> control -> leg -> value (PASS tasks, first repeat)."""
+    seen: dict[tuple[str, str], dict[str, dict[str, object]]] = {}
+    for r in sorted(latest_attempts(rs.results), key=lambda r: r.repeat):
+        if r.status != "PASS" or r.leg not in legs:
+            continue
+        for w in r.workloads.values():
+            per = seen.setdefault((r.model_id, w.name), {})
+            for name, get in CONTROL_FIELDS.items():
+                per.setdefault(name, {}).setdefault(r.leg, get(r, w))
+    return seen
+
+
+def controls_by_row(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], list[str]]:
+    out = {}
+    for key, per in _controls(rs, legs).items():
+        out[key] = [name for name, by_leg in per.items() if len({json.dumps(v) for v in by_leg.values()}) > 1]
+    return out
+
+
+def controls_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
+    legs = legs or rs.legs()
+    table = Table("Controls: was the comparison like for like?", ["model", "workload", *CONTROL_FIELDS], [])
+    order = row_order(rs)
+    ctl = _controls(rs, legs)
+
+    def key_order(k):
+        return min((v for rk, v in order.items() if (rk.model_id, rk.workload) == k), default=(0,))
+
+    for key in sorted(ctl, key=key_order):
+        cells = []
+        for name in CONTROL_FIELDS:
+            by_leg = ctl[key].get(name, {})
+            distinct = {json.dumps(v) for v in by_leg.values()}
+            if len(distinct) <= 1:
+                value = next(iter(by_leg.values()), None)
+                cells.append(f"same ({_fmt_control(value)})")
+            else:
+                cells.append("**DIFFERS**: " + " / ".join(f"{leg} {_fmt_control(v)}" for leg, v in by_leg.items()))
+        table.rows.append([key[0], key[1], *cells])
+        table.data.append({"model_id": key[0], "workload": key[1], "controls": ctl[key]})
+    table.note = ("work done = (output tokens, sequences); scheduler = (max_num_batched_tokens, max_num_seqs, "
+                  "chunked prefill). A difference here is a reason to distrust the ratio beside it.")
+    return table
+
+
+def _fmt_control(v) -> str:
+    if v is None:
+        return "not reported"
+    if isinstance(v, (list, tuple)):
+        return ", ".join(_fmt_control(x) for x in v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+def all_tables(rs: ResultSet, legs: list[str] | None = None, baseline: str | None = None) -> list[Table]:
+    tables = [coverage_table(rs, legs), ratio_table(rs, "throughput", legs, baseline),
+              ratio_table(rs, "latency", legs, baseline), failures_table(rs), controls_table(rs, legs)]
     return tables
 
 
-def render(rs: ResultSet, fmt: str, legs: list[str] | None = None) -> str:
-    tables = all_tables(rs, legs)
+def render(rs: ResultSet, fmt: str, legs: list[str] | None = None, baseline: str | None = None) -> str:
+    tables = all_tables(rs, legs, baseline)
     if fmt == "json":
         return json.dumps({"warnings": rs.warnings, "scenario_sha256": sorted(rs.scenario_hashes()),
                            "tables": [{"title": t.title, "columns": t.columns, "rows": t.data} for t in tables]},
-                          indent=2)
+                          indent=2, default=str)
     if fmt == "csv":
         return "\n".join(f"# {t.title}\n{t.csv()}" for t in tables)
-    parts = [t.markdown() for t in tables]
     hashes = sorted(rs.scenario_hashes())
     header = f"Scenario table sha256: {', '.join(h[:12] for h in hashes) or 'none'}\n"
     if len(hashes) > 1:
         header += "WARNING: results come from different scenario tables; ratios across them are not comparable.\n"
     warn = "".join(f"WARNING: {w}\n" for w in rs.warnings)
-    return header + warn + "\n" + "\n".join(parts)
+    return header + warn + "\n" + "\n".join(t.markdown() for t in tables)

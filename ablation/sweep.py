@@ -20,6 +20,7 @@ from ablation.hostlock import default_lock_path, host_lock
 from ablation.jsonio import read_jsonl, write_json_atomic
 from ablation.machine import Machine, gpu_processes
 from ablation.models import prepare_model
+from ablation.progress import sweep_progress
 from ablation.scenarios import ScenarioFile
 from ablation.stacks import StackDir, StackFile
 from ablation.venvs import VenvBuilder
@@ -111,28 +112,33 @@ class Sweep:
         run_dir.mkdir(parents=True, exist_ok=True)
         if opts.resume:
             self._kill_orphans(ctx)
-        self._write_manifest(run_dir, opts, tasks)
+        warnings = self._environment_warnings()
+        for w in warnings:
+            self.log(f"warning: {w}")
+        self._write_manifest(run_dir, opts, tasks, warnings)
         todo = [t for t in tasks if t.task_id not in done]
         ctx.event("run_start" if not opts.resume else "run_resume", argv=sys.argv, legs=opts.legs,
                   scenario_sha256=opts.scenarios.sha256, tasks=len(tasks), already_done=len(done),
-                  todo=[t.task_id for t in todo])
+                  todo=[t.task_id for t in todo], warnings=warnings)
         outcomes: list[TaskOutcome] = []
-        started = time.monotonic()
-        for i, task in enumerate(todo, 1):
-            self._check_gpus_free()
-            self.log(f"[run {run_id}] task {i}/{len(todo)}: {task.task_id} {self._eta(started, i - 1, len(todo))}")
-            outcome = run_task(task, ctx)
-            self.log(f"[run {run_id}] {describe(outcome)}")
-            outcomes.append(outcome)
+        with sweep_progress(self.log) as progress:
+            progress.start(len(todo), f"run {run_id}")
+            for i, task in enumerate(todo, 1):
+                self._check_gpus_free()
+                progress.task_started(i, task.task_id)
+                outcome = run_task(task, ctx)
+                progress.task_finished(i, describe(outcome))
+                outcomes.append(outcome)
         ctx.event("run_end", counts={s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")})
         return run_dir, outcomes
 
-    @staticmethod
-    def _eta(started: float, done: int, total: int) -> str:
-        elapsed = time.monotonic() - started
-        if done == 0:
-            return f"(elapsed {elapsed:.0f} s)"
-        return f"(elapsed {elapsed:.0f} s, ETA {elapsed / done * (total - done):.0f} s)"
+    def _environment_warnings(self) -> list[str]:
+        """Conditions that make numbers less comparable; recorded, not fatal."""
+        unlocked = [g.index for g in self.machine.gpus if not g.clocks_locked]
+        if unlocked:
+            return [f"GPU clocks not locked on GPU {', '.join(map(str, unlocked))}: expect more run-to-run noise "
+                    "(lock them with `nvidia-smi -lgc` for publication runs)"]
+        return []
 
     def _check_gpus_free(self) -> None:
         """Between our tasks nothing of ours holds a GPU: any compute process is foreign."""
@@ -162,7 +168,7 @@ class Sweep:
             except ProcessLookupError:
                 pass
 
-    def _write_manifest(self, run_dir: Path, opts: SweepOptions, tasks: list[Task]) -> None:
+    def _write_manifest(self, run_dir: Path, opts: SweepOptions, tasks: list[Task], warnings: list[str]) -> None:
         """Run-level MANIFEST: written once; a resumed run adds MANIFEST.resume-N.json beside it."""
         legs = {}
         for t in tasks:
@@ -181,6 +187,7 @@ class Sweep:
                                "name": opts.scenarios.table.name},
             "machine": self.machine.as_dict(),
             "environments": legs,
+            "warnings": warnings,
         }
         path = run_dir / "MANIFEST.json"
         n = 1

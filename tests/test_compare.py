@@ -6,9 +6,10 @@ import json
 
 from ablation.compare import leg_label, ratio_table, render
 from ablation.results import load_results
-from conftest import run_cli
+from conftest import one_line_error, run_cli
 from resultfactory import write_result
 
+LEGS = ("0.18", "0.26", "0.29")
 # shared/seeds/h200-vllm-ablation-report.txt: per-leg numbers and the ratios printed beside them.
 SEED_THROUGHPUT = {
     ("Llama-3.1-8B-Instruct", "long-context"): ((109, 167, 167), ("1.53x", "1.00x")),
@@ -26,11 +27,16 @@ def seed_results(tmp_path):
     per_task: dict[tuple[str, str], dict[str, float]] = {}  # one results.json per (leg, model)
     for table in (SEED_THROUGHPUT, SEED_LATENCY):
         for (model, workload), (values, _) in table.items():
-            for leg, v in zip(("0.18", "0.26", "0.29"), values):
+            for leg, v in zip(LEGS, values):
                 per_task.setdefault((leg, model), {})[workload] = v
     for (leg, model), values in per_task.items():
         write_result(run, leg, model, values)
     return run
+
+
+def ratios(row, n=2):
+    """The ratio numbers of a row (the cells before the trailing 'controls' column)."""
+    return tuple(cell.split()[0] for cell in row[-1 - n:-1])
 
 
 def close(got: tuple[str, ...], published: tuple[str, ...]) -> bool:
@@ -46,17 +52,26 @@ def rows_by_key(table):
 def test_seed_ratios_rederived_from_per_leg_numbers(tmp_path):
     rs = load_results([seed_results(tmp_path)])
     thr = ratio_table(rs, "throughput")
-    assert thr.columns[-2:] == ["26/18", "29/26"]
-    for key, (_, ratios) in SEED_THROUGHPUT.items():
-        assert close(tuple(rows_by_key(thr)[key][-2:]), ratios), key
+    assert thr.columns[-3:] == ["26/18", "29/26", "controls"]
+    for key, (_, published) in SEED_THROUGHPUT.items():
+        assert close(ratios(rows_by_key(thr)[key]), published), key
     lat = ratio_table(rs, "latency")
-    assert lat.columns[-2:] == ["18→26", "26→29"]
-    for key, (_, ratios) in SEED_LATENCY.items():
-        assert close(tuple(rows_by_key(lat)[key][-2:]), ratios), key
-    assert tuple(rows_by_key(thr)[("Llama-3.1-8B-Instruct", "long-context")][-2:]) == ("1.53x", "1.00x")
-    assert rows_by_key(lat)[("gpt-oss-120b", "single-request")][-2:] == ["1.34x", "0.96x"]
-    # The published table's formatting of per-leg values
-    assert rows_by_key(thr)[("Qwen3-VL-235B-A22B-Instruct-FP8", "image")][3:6] == ["6,539", "4,614", "5,400"]
+    assert lat.columns[-3:] == ["18→26", "26→29", "controls"]
+    for key, (_, published) in SEED_LATENCY.items():
+        assert close(ratios(rows_by_key(lat)[key]), published), key
+    llama = rows_by_key(thr)[("Llama-3.1-8B-Instruct", "long-context")]
+    assert llama[-3:-1] == ["1.53x ↑", "1.00x ≈"]  # single pass: verdict from the ±5% band
+    assert ratios(rows_by_key(lat)[("gpt-oss-120b", "single-request")]) == ("1.34x", "0.96x")
+    # one pass = 5% noise: three significant digits, not five
+    assert rows_by_key(thr)[("Qwen3-VL-235B-A22B-Instruct-FP8", "image")][3:6] == ["6,540", "4,610", "5,400"]
+    assert "Single timed pass" in thr.note
+
+
+def test_baseline_compares_every_leg_to_one(tmp_path):
+    rs = load_results([seed_results(tmp_path)])
+    thr = ratio_table(rs, "throughput", baseline="0.18")
+    assert thr.columns[-3:] == ["26/18", "29/18", "controls"]
+    assert ratios(rows_by_key(thr)[("Qwen3-VL-235B-A22B-Instruct-FP8", "image")]) == ("0.71x", "0.83x")
 
 
 def test_missing_leg_gives_dash_not_a_ratio(tmp_path):
@@ -68,25 +83,38 @@ def test_missing_leg_gives_dash_not_a_ratio(tmp_path):
     write_result(run, "0.18", "llama", {"mixed": 100})
     rs = load_results([run])
     row = rows_by_key(ratio_table(rs, "throughput"))[("gemma-4", "mixed")]
-    assert row[3] == "—" and row[6] == "—" and row[7] == "1.06x"
+    assert row[3] == "—" and row[6] == "—" and row[7] == "1.06x ↑"
     md = render(rs, "md")
-    assert "| 0.18 | 1/2 | gemma-4 | — |" in md
+    assert "| 0.18 | 1/2 | gemma-4 | — | — |" in md
     assert "| 0.18 | gemma-4 | unsupported-model | ValidationError: model type `gemma4` |" in md
 
 
 def test_repeats_use_the_median_and_latest_attempt(tmp_path):
     run = tmp_path / "r"
-    for rep, v in enumerate([100, 300, 110], 1):
+    for rep, v in enumerate([100, 110, 105, 108], 1):
         write_result(run, "0.28-cpu", "m", {"mixed": v}, repeat=rep)
-    for rep, v in enumerate([200, 210, 190], 1):
+    for rep, v in enumerate([200, 210, 190, 205], 1):
         write_result(run, "0.29-cpu", "m", {"mixed": v}, repeat=rep)
-    # A later attempt of 0.29-cpu repeat 1 failed: that repeat no longer counts -> median of 210, 190
+    # A later attempt of 0.29-cpu repeat 1 failed: that repeat no longer counts -> median of 210, 190, 205
     write_result(run, "0.29-cpu", "m", {"mixed": 999}, repeat=1, attempt=2, status="FAIL")
     rs = load_results([run])
-    row = ratio_table(rs, "throughput").rows[0]
-    assert row[3:] == ["110", "200", "1.82x"]
+    table = ratio_table(rs, "throughput")
+    row = table.rows[0]
+    assert row[4] == "205" and row[3] == "106"
+    assert row[5].startswith("1.92x ↑ [")  # 205 / 106.5, interval excludes 1
+    assert table.data[0]["ratios"]["29/28"]["method"] == "bootstrap"
+    assert "bootstrap" in table.note
     assert leg_label("0.29-cpu", ["0.28-cpu", "0.29-cpu"]) == "29"
     assert leg_label("0.29", ["0.29", "0.29-cpu"]) == "0.29"
+
+
+def test_controls_flag_unequal_kv_cache_next_to_the_ratio(tmp_path):
+    run = tmp_path / "r"
+    write_result(run, "0.28-cpu", "m", {"mixed": 100}, engine={"kv_cache_tokens": 1000, "attention_backend": "X"})
+    write_result(run, "0.29-cpu", "m", {"mixed": 120}, engine={"kv_cache_tokens": 2000, "attention_backend": "X"})
+    md = render(load_results([run]), "md")
+    assert "| m | 1 | mixed | 100 | 120 | 1.20x ↑ | differ: kv-cache |" in md
+    assert "**DIFFERS**: 0.28-cpu 1,000 / 0.29-cpu 2,000" in md and "same (X)" in md
 
 
 def test_corrupt_and_partial_files_are_named_never_dropped_silently(tmp_path):
@@ -100,7 +128,7 @@ def test_corrupt_and_partial_files_are_named_never_dropped_silently(tmp_path):
     assert proc.returncode == 0
     assert f"warning: {bad}: not valid JSON" in proc.stderr
     assert f"warning: {partial}: missing or malformed field" in proc.stderr
-    assert "WARNING:" in proc.stdout
+    assert "WARNING:" in proc.stdout and "2 result file(s) unreadable, counted as not run" in proc.stdout
 
 
 def test_mismatched_scenario_tables_are_flagged(tmp_path):
@@ -113,15 +141,15 @@ def test_mismatched_scenario_tables_are_flagged(tmp_path):
 def test_csv_and_json_formats(tmp_path):
     run = seed_results(tmp_path)
     csv_out = run_cli("compare", "--format", "csv", str(run)).stdout
-    assert "Llama-3.1-8B-Instruct,1,long-context,109,167,167,1.53x,1.00x" in csv_out
+    assert "Llama-3.1-8B-Instruct,1,long-context,109,167,167,1.53x ↑,1.00x ≈,same" in csv_out
     data = json.loads(run_cli("compare", "--format", "json", str(run)).stdout)
     thr = next(t for t in data["tables"] if t["title"].startswith("Throughput"))
     row = next(r for r in thr["rows"] if r["model_id"] == "Llama-3.1-8B-Instruct")
-    assert abs(row["ratios"]["26/18"] - 167 / 109) < 1e-12
+    assert abs(row["ratios"]["26/18"]["ratio"] - 167 / 109) < 1e-12
 
 
-def test_compare_with_no_results_is_one_line_error(tmp_path, cli):
-    from conftest import one_line_error
-
-    line = one_line_error(cli("compare", str(tmp_path)))
-    assert "no results.json" in line
+def test_bad_compare_input_is_one_line_error(tmp_path, cli):
+    assert "no results.json" in one_line_error(cli("compare", str(tmp_path)))
+    run = seed_results(tmp_path)
+    assert "--baseline: '0.99'" in one_line_error(cli("compare", str(run), "--baseline", "0.99"))
+    assert "--legs: 0.5 not in the results" in one_line_error(cli("compare", str(run), "--legs", "0.18,0.5"))

@@ -1,0 +1,123 @@
+"""Canonical runs, cross-architecture comparison and the generated report."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import yaml
+
+from conftest import one_line_error, run_cli
+from resultfactory import write_result
+
+# The seed's B200 vs H200 rows (shared/seeds/h200-vllm-ablation-report.txt, "What transfers").
+B200 = {("gpt-oss-120b", "mixed"): (7304, 24176, 24200), ("Llama-3.1-8B-Instruct", "long-context"): (300, 300, 300),
+        ("Llama-3.1-8B-Instruct", "mixed"): (15000, 15150, 15000)}
+H200 = {("gpt-oss-120b", "mixed"): (11290, 11635, 11698), ("Llama-3.1-8B-Instruct", "long-context"): (109, 167, 167),
+        ("Llama-3.1-8B-Instruct", "mixed"): (12779, 12931, 12849)}
+LEGS = ("0.18", "0.26", "0.29")
+
+
+def arch_results(root, data, gpu, sha="same-table", skip_glm=False, fail_gemma18=False):
+    per: dict[tuple[str, str], dict[str, float]] = {}
+    for (model, workload), values in data.items():
+        for leg, v in zip(LEGS, values):
+            per.setdefault((leg, model), {})[workload] = v
+    for (leg, model), values in per.items():
+        path = write_result(root, leg, model, values, sha=sha)
+        rec = json.loads(path.read_text())
+        rec["machine"] = {"gpus": [{"name": gpu}]}
+        path.write_text(json.dumps(rec))
+    for leg in LEGS:
+        if skip_glm:
+            write_result(root, leg, "GLM-5.2-NVFP4", {}, status="SKIP", skip_reason="NVFP4 is Blackwell-only", sha=sha)
+        else:
+            write_result(root, leg, "GLM-5.2-NVFP4", {"mixed": 100}, sha=sha)
+    if fail_gemma18:
+        write_result(root, "0.18", "gemma-4", {}, status="FAIL", sha=sha,
+                     cause={"class": "unsupported-model", "signature": "ValidationError"})
+        for leg in LEGS[1:]:
+            write_result(root, leg, "gemma-4", {"mixed": 8000}, sha=sha)
+    return root
+
+
+def test_compare_arch_flags_what_does_not_transfer(tmp_path):
+    h = arch_results(tmp_path / "h200", H200, "NVIDIA H200", skip_glm=True, fail_gemma18=True)
+    b = arch_results(tmp_path / "b200", B200, "NVIDIA B200", fail_gemma18=True)
+    out = run_cli("compare-arch", str(h), str(b), "--names", "H200,B200")
+    assert out.returncode == 0, out.stderr
+    assert "| gpt-oss-120b mixed | 26/18 | 1.03x | 3.31x | 3.21x |" in out.stdout
+    assert "| Llama-3.1-8B-Instruct long-context | 26/18 | 1.53x | 1.00x | 1.53x |" in out.stdout
+    assert "Llama-3.1-8B-Instruct mixed" not in out.stdout  # 1.01x vs 1.01x: transfers, not flagged
+    assert "| GLM-5.2-NVFP4 | 0.18 | SKIP (NVFP4 is Blackwell-only) | PASS | n/a on H200 |" in out.stdout
+    assert "| gemma-4 | 0.18 | FAIL (unsupported-model) | FAIL (unsupported-model) | both |" in out.stdout
+    # a higher threshold flags less
+    assert "gpt-oss-120b mixed" in run_cli("compare-arch", str(h), str(b), "--threshold", "3.0").stdout
+    assert "Llama-3.1-8B-Instruct long-context" not in run_cli("compare-arch", str(h), str(b), "--threshold",
+                                                                "3.0").stdout
+
+
+def test_compare_arch_refuses_different_scenario_tables(tmp_path):
+    h = arch_results(tmp_path / "h", H200, "NVIDIA H200", sha="table-one")
+    b = arch_results(tmp_path / "b", B200, "NVIDIA B200", sha="table-two")
+    line = one_line_error(run_cli("compare-arch", str(h), str(b)))
+    assert "scenario tables differ" in line and "--allow-mismatch" in line
+    loud = run_cli("compare-arch", str(h), str(b), "--allow-mismatch")
+    assert loud.returncode == 0 and loud.stdout.startswith("WARNING: scenario tables differ")
+
+
+def test_canonical_picks_newest_passing_run_and_is_editable(tmp_path):
+    root = tmp_path / "results"
+    old = write_result(root / "run-a", "0.29-cpu", "m", {"mixed": 100})
+    new_fail = write_result(root / "run-c", "0.29-cpu", "m", {}, status="FAIL", cause={"class": "oom",
+                                                                                       "signature": "OOM"})
+    mid = write_result(root / "run-b", "0.29-cpu", "m", {"mixed": 200})
+    write_result(root / "run-a", "0.28-cpu", "m", {"mixed": 100})
+    for i, p in enumerate((old, mid, new_fail)):  # start times in run order a < b < c
+        rec = json.loads(p.read_text())
+        rec["started_at"] = 1000 + i
+        p.write_text(json.dumps(rec))
+    # without CANONICAL: the same rule, and a warning instead of silently mixing runs
+    out = run_cli("compare", str(root))
+    assert "| m | 1 | mixed | 100 | 200 | 2.00x ↑ |" in out.stdout
+    assert "0.29-cpu/m: 3 runs and no CANONICAL entry; using run-b" in out.stderr
+    made = run_cli("canonical", str(root))
+    assert made.returncode == 0, made.stderr
+    can = yaml.safe_load((root / "CANONICAL.yaml").read_text())
+    entry = next(e for e in can["entries"] if e["leg"] == "0.29-cpu")
+    assert entry["run"] == "run-b" and {x["run"] for x in entry["excluded"]} == {"run-a", "run-c"}
+    assert any("FAIL" in x["reason"] for x in entry["excluded"])
+    assert "already" not in made.stdout and one_line_error(run_cli("canonical", str(root)))
+    # a hand edit decides the table
+    text = (root / "CANONICAL.yaml").read_text().replace("run: run-b", "run: run-a", 1)
+    (root / "CANONICAL.yaml").write_text(text)
+    out = run_cli("compare", str(root))
+    assert "| m | 1 | mixed | 100 | 100 | 1.00x ≈ |" in out.stdout and "no CANONICAL entry" not in out.stderr
+    (root / "CANONICAL.yaml").write_text(text.replace("run: run-a", "run: run-zzz", 1))
+    assert "run 'run-zzz' has no results here" in one_line_error(run_cli("compare", str(root)))
+
+
+def test_report_writes_every_artefact_in_seed_order(tmp_path):
+    h = arch_results(tmp_path / "h200", H200, "NVIDIA H200", skip_glm=True, fail_gemma18=True)
+    b = arch_results(tmp_path / "b200", B200, "NVIDIA B200")
+    out_dir = tmp_path / "report"
+    proc = run_cli("report", str(h), "--other", str(b), "--names", "H200,B200", "--out", str(out_dir))
+    assert proc.returncode == 0, proc.stderr
+    md = (out_dir / "REPORT.md").read_text()
+    sections = ["## Coverage", "## Headline findings", "## Full data", "## What transfers",
+                "## Failure attribution", "## What is controlled", "## Runtime stack per leg",
+                "## Known limitations", "## Where the numbers come from"]
+    positions = [md.index(s) for s in sections]
+    assert positions == sorted(positions)
+    assert "The denominator is 3, not 4" in md and "No dispersion" in md
+    assert "gpt-oss-120b mixed 29/26" not in md.split("## Full data")[0]  # 1.01x is not a headline
+    assert "Llama-3.1-8B-Instruct long-context 26/18: 1.53x (faster" in md
+    for name in ("coverage", "throughput", "latency", "cross_arch", "controls", "stacks"):
+        assert (out_dir / "tables" / f"{name}.csv").stat().st_size > 0
+    data = json.loads((out_dir / "report.json").read_text())
+    assert set(data["tables"]) >= {"throughput", "cross_arch"}
+    html = (out_dir / "index.html").read_text()
+    assert "<img src='plots/cross-arch.png'" in html and "<table>" in html
+    png = (out_dir / "plots" / "cross-arch.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24])[0] > 100
+    assert (out_dir / "plots" / "ratio-throughput-mixed.png").is_file()

@@ -1,0 +1,47 @@
+"""Verdicts come from statistics: the same ratio can be a real change or noise."""
+
+from __future__ import annotations
+
+import random
+
+from ablation.stats import compare_samples, format_measure, significant_digits
+
+
+def noisy(mean: float, cv: float, n: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    return [rng.gauss(mean, mean * cv) for _ in range(n)]
+
+
+def test_small_but_real_change_is_detected_with_tight_repeats():
+    old, new = noisy(1000, 0.003, 7, 1), noisy(1030, 0.003, 7, 2)
+    est = compare_samples(old, new, higher_is_better=True)
+    assert est.method == "bootstrap" and est.verdict == "faster" and est.low > 1.0
+    # the eyeballed ±5% band would have called this "no difference"
+    single = compare_samples(old[:1], new[:1], higher_is_better=True)
+    assert single.method == "noise-band" and single.verdict == "no difference detected"
+
+
+def test_same_ratio_with_wide_noise_is_no_difference_detected():
+    old, new = noisy(1000, 0.08, 5, 3), noisy(1040, 0.08, 5, 4)
+    est = compare_samples(old, new, higher_is_better=True)
+    assert est.verdict == "no difference detected" and est.low < 1.0 < est.high
+
+
+def test_latency_speedup_is_old_over_new_and_lower_is_better():
+    est = compare_samples([5.3, 5.31, 5.29], [3.97, 3.98, 3.96], higher_is_better=False)
+    assert abs(est.ratio - 5.3 / 3.97) < 1e-9 and est.verdict == "faster"
+    est = compare_samples([3.9, 3.91, 3.92], [4.12, 4.13, 4.11], higher_is_better=False)
+    assert est.verdict == "slower" and est.high < 1.0
+
+
+def test_bootstrap_is_reproducible():
+    old, new = noisy(100, 0.05, 5, 5), noisy(104, 0.05, 5, 6)
+    assert compare_samples(old, new, True) == compare_samples(old, new, True)
+
+
+def test_precision_follows_uncertainty():
+    assert significant_digits(0.05) == 3 and significant_digits(0.005) == 4 and significant_digits(0.5) == 2
+    assert format_measure(12779.0, 0.05) == "12,800"
+    assert format_measure(12779.0, 0.0005) == "12,779"
+    assert format_measure(0.2437, 0.05) == "0.244"
+    assert format_measure(None, 0.05) == "—"
