@@ -66,6 +66,7 @@ class RunContext:
     timeout_override_s: float | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     log: object = print
+    gpu_check: str = "not checked"
 
     @property
     def events(self) -> Path:
@@ -137,6 +138,7 @@ def _base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
             "digest": task.prepared.digest if task.prepared else None,
         },
         "machine": ctx.machine.as_dict(),
+        "gpu_check": ctx.gpu_check,
     }
     if task.env:
         man = task.env.manifest

@@ -124,7 +124,7 @@ class Sweep:
         with sweep_progress(self.log) as progress:
             progress.start(len(todo), f"run {run_id}")
             for i, task in enumerate(todo, 1):
-                self._check_gpus_free()
+                ctx.gpu_check = self._check_gpus_free()
                 progress.task_started(i, task.task_id)
                 outcome = run_task(task, ctx)
                 progress.task_finished(i, describe(outcome))
@@ -140,12 +140,15 @@ class Sweep:
                     "(lock them with `nvidia-smi -lgc` for publication runs)"]
         return []
 
-    def _check_gpus_free(self) -> None:
+    def _check_gpus_free(self) -> str:
         """Between our tasks nothing of ours holds a GPU: any compute process is foreign."""
+        if not self.machine.gpus:
+            return "no GPU"
         busy = gpu_processes([g.index for g in self.machine.gpus])
         if busy:
             held = ", ".join(f"GPU {i} by pid {pid}" for i, pid in busy)
             raise AblationError(f"GPUs busy ({held}); stop those processes, then `ablation run --resume`")
+        return f"GPU {', '.join(str(g.index) for g in self.machine.gpus)} free"
 
     def _kill_orphans(self, ctx: RunContext) -> None:
         """A runner killed mid-task leaves its harness group running: end it before redoing the task."""

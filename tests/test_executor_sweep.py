@@ -136,7 +136,8 @@ def test_repeats_interleave_legs_round_by_round(project):
     order = [e["task_id"] for e in read_jsonl(project / "results/rep/run.jsonl") if e["event"] == "task_start"]
     legs = [t.split("/")[0] for t in order]
     assert legs == ["la"] * 3 + ["lb"] * 3 + ["lb"] * 3 + ["la"] * 3
-    assert (project / "results/rep/la/fault__slow-0/results.r2a1.json").is_file()
+    rec = json.loads((project / "results/rep/la/fault__slow-0/results.r2a1.json").read_text())
+    assert rec["repeat"] == 2 and rec["gpu_check"] == "no GPU"
 
 
 def test_resume_of_unknown_run_and_duplicate_run_id_are_one_line_errors(project):
