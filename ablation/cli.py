@@ -281,5 +281,67 @@ def report(paths, out_dir, other, names, threshold, legs, baseline, canonical_pa
     click.echo(f"{out_dir}: {len(written)} files (REPORT.md, index.html, tables/, plots/)")
 
 
+@main.command("bisect")
+@click.option("--scenario", "target", required=True, help="MODEL/WORKLOAD from the scenario table")
+@click.option("--good", required=True, help="leg measured as good (its stack is the template)")
+@click.option("--bad", required=True, help="leg measured as bad")
+@click.option("--scenarios", "scenario_path", type=click.Path(path_type=Path), required=True)
+@click.option("--metric", type=click.Choice(["throughput", "latency"]), default=None,
+              help="[default: the workload's kind]")
+@click.option("--threshold", default="5%", show_default=True, help="regression size that counts")
+@click.option("--repeats", default=3, show_default=True, type=click.IntRange(1))
+@click.option("--releases", default=None, help="comma-separated releases to consider [default: the index's]")
+@click.option("--out", "out_root", type=click.Path(path_type=Path), default=Path("results/bisect"),
+              show_default=True)
+@click.option("--harness", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="(testing) replace the vLLM harness, e.g. with tests/fault_harness.py")
+@click.pass_context
+@one_line_errors
+def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, releases, out_root, harness):
+    """Binary-search the releases between GOOD and BAD for the first regression of one scenario."""
+    import shutil
+    import time as _time
+
+    from ablation.bisect import (BisectPlan, Bisector, index_versions, parse_threshold, releases_between,
+                                 render_summary, sub_table)
+    from ablation.machine import probe
+    from ablation.models import default_models_root
+    from ablation.scenarios import load_scenarios
+    from ablation.stacks import StackDir
+    from ablation.sweep import Sweep
+
+    model_id, sep, workload = target.rpartition("/")
+    if not sep or not model_id:
+        raise AblationError(f"--scenario: '{target}' must be MODEL/WORKLOAD (e.g. tiny-llama-2L/mixed)")
+    scenarios = load_scenarios(scenario_path)
+    spec = scenarios.table.model(model_id)
+    if workload not in scenarios.table.workloads:
+        raise AblationError(f"--scenario: workload '{workload}' is not in {scenario_path}")
+    kind = metric or scenarios.table.workloads[workload].kind
+    sd = _stacks(ctx)
+    good_sf, bad_sf = sd.load(good), sd.load(bad)
+    if good_sf.stack.engine != bad_sf.stack.engine:
+        raise AblationError(f"--good {good} and --bad {bad} pin different engines "
+                            f"({good_sf.stack.engine}, {bad_sf.stack.engine})")
+    versions = ([v.strip() for v in releases.split(",")] if releases
+                else index_versions(good_sf.stack.engine, good_sf))
+    between = releases_between(versions, good_sf.stack.engine_version, bad_sf.stack.engine_version)
+    out_dir = out_root / _time.strftime("%Y%m%d-%H%M%S", _time.gmtime())
+    (out_dir / "stacks").mkdir(parents=True)
+    shutil.copytree(ctx.obj["patches_dir"], out_dir / "patches", dirs_exist_ok=True)
+    for sf in (good_sf, bad_sf):
+        shutil.copy(sf.path, out_dir / "stacks" / sf.path.name)
+    plan = BisectPlan(spec.id, workload, good, bad, kind, parse_threshold(threshold), repeats, out_dir)
+    table = sub_table(scenarios, spec.id, workload, out_dir)
+    echo = lambda m: click.echo(m, err=True)  # noqa: E731
+    sweep = Sweep(StackDir(root=out_dir / "stacks"), _builder(ctx), default_models_root(), probe(), log=echo)
+    if harness:
+        sweep.harness = harness.resolve()
+    echo(f"[bisect] {len(between)} release(s) between {good} and {bad}: {', '.join(between) or 'none'}")
+    summary = Bisector(sweep, out_dir / "stacks", log=echo).run(plan, good_sf, bad_sf, between, table)
+    click.echo(render_summary(summary))
+    click.echo(f"\n{out_dir / 'bisect.json'}")
+
+
 if __name__ == "__main__":
     main()

@@ -40,6 +40,15 @@ def main():
         hang = mode in os.environ.get("FAULT_HANG_MODES", "").split(",")
         time.sleep(3600 if hang else float(os.environ.get("FAULT_SLOW_S", "4")))
         write(task, result(task))
+    elif mode == "versioned":
+        # A metric the tests control: the value is looked up by the version of `six`
+        # installed in this leg's venv, with 0.5% jitter so repeats have dispersion.
+        import random
+        from importlib import metadata
+
+        table = dict(x.split(":") for x in os.environ["FAULT_VALUES"].split(","))
+        value = float(table[metadata.version("six")]) * (1 + random.uniform(-0.005, 0.005))
+        write(task, result(task, value=value))
     elif mode == "segfault":
         os.kill(os.getpid(), signal.SIGSEGV)
     elif mode == "hang":

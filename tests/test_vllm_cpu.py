@@ -12,6 +12,7 @@ import json
 import pytest
 
 from ablation.results import load_results
+from ablation.tinymodel import make_tiny_llama
 from conftest import REPO, run_cli
 
 LEG = "0.29-cpu"
@@ -30,6 +31,13 @@ models:
     max_model_len: 1024
     engine_args: {kv_cache_memory_bytes: 268435456}
     workloads: [mixed, single-request]
+  - id: tiny-dummy-no-tokenizer          # the GPU tables' path: random weights, no tokenizer
+    source: {path: tiny-config}
+    load_format: dummy
+    dtype: bfloat16
+    max_model_len: 1024
+    engine_args: {kv_cache_memory_bytes: 268435456, skip_tokenizer_init: true}
+    workloads: [mixed]
   - id: made-up/unknown-arch
     source: {path: unknown-arch}
     max_model_len: 1024
@@ -45,6 +53,9 @@ models:
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("vllm")
+    (root / "tiny-config").mkdir()
+    make_tiny_llama(root / "tiny-full", seed=0)  # keep only its config: no weights, no tokenizer
+    (root / "tiny-config" / "config.json").write_bytes((root / "tiny-full" / "config.json").read_bytes())
     (root / "unknown-arch").mkdir()
     (root / "unknown-arch" / "config.json").write_text(json.dumps(
         {"architectures": ["NoSuchModelForCausalLM"], "model_type": "no_such_model", "hidden_size": 8}))
@@ -59,7 +70,7 @@ def real_run(tmp_path_factory):
 def test_real_vllm_task_passes_with_full_record(real_run):
     root, proc = real_run
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "1 PASS, 1 FAIL, 1 SKIP" in proc.stdout
+    assert "2 PASS, 1 FAIL, 1 SKIP" in proc.stdout
     rec = json.loads((root / "results/t" / LEG / "tiny-llama-2L/results.json").read_text())
     assert rec["status"] == "PASS" and rec["exit_code"] == 0 and rec["harness"]["checks"]["passed"]
     assert rec["harness"]["vllm_version"] == "0.29.0"
@@ -77,7 +88,7 @@ def test_real_vllm_task_passes_with_full_record(real_run):
     assert rec["engine"]["kv_cache_tokens"] > 0 and rec["engine"]["kv_cache_tokens_logged"] > 0
     assert (root / "results/t/MANIFEST.json").is_file()
     events = [json.loads(x)["event"] for x in (root / "results/t/run.jsonl").read_text().splitlines()]
-    assert events[0] == "run_start" and events[-1] == "run_end" and events.count("task_end") == 3
+    assert events[0] == "run_start" and events[-1] == "run_end" and events.count("task_end") == 4
 
 
 @pytest.mark.vllm
@@ -98,7 +109,15 @@ def test_unrunnable_scenario_is_skip_with_reason_and_counted(real_run):
     out = run_cli("compare", str(root / "results/t"))
     assert out.returncode == 0, out.stderr
     assert "| tiny-llama-2L | 1 | mixed |" in out.stdout and "| tiny-llama-2L | 1 | single-request |" in out.stdout
-    assert "The denominator is 2, not 3" in out.stdout and "NVFP4 is Blackwell-only" in out.stdout
-    assert "| 0.29-cpu | 1/2 | made-up/unknown-arch |" in out.stdout
+    assert "The denominator is 3, not 4" in out.stdout and "NVFP4 is Blackwell-only" in out.stdout
+    assert "| 0.29-cpu | 2/3 | made-up/unknown-arch |" in out.stdout
     rs = load_results([root / "results/t"])
-    assert not rs.warnings and len(rs.results) == 3
+    assert not rs.warnings and len(rs.results) == 4
+
+
+@pytest.mark.vllm
+def test_dummy_weights_without_tokenizer_run_like_the_gpu_tables(real_run):
+    root, _ = real_run
+    rec = json.loads((root / "results/t" / LEG / "tiny-dummy-no-tokenizer/results.json").read_text())
+    assert rec["status"] == "PASS", rec.get("cause")
+    assert rec["workloads"]["mixed"]["total_output_tokens"] == 24 * 32

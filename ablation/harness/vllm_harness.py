@@ -54,11 +54,16 @@ def _count_output_tokens(outputs) -> int:
     return sum(len(o.outputs[0].token_ids) for o in outputs)
 
 
-def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int) -> dict:
+def sampling(sampling_cls, max_tokens: int, detokenize: bool):
+    """Greedy, fixed length: ignore_eos makes every request produce exactly max_tokens."""
+    return sampling_cls(n=1, temperature=0.0, max_tokens=max_tokens, ignore_eos=True, detokenize=detokenize)
+
+
+def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, detokenize: bool) -> dict:
     rng = random.Random(f"{seed}:{name}:lengths")
     lengths = [rng.randint(w["input_len"]["min"], w["input_len"]["max"]) for _ in range(w["num_prompts"])]
     prompts = make_prompts(seed, name, lengths, vocab)
-    params = sampling_cls(n=1, temperature=0.0, max_tokens=w["output_len"], ignore_eos=True)
+    params = sampling(sampling_cls, w["output_len"], detokenize)
     # Warm-up on different prompts (different seed) so the timed pass cannot hit the prefix cache.
     warm = make_prompts(seed + 1, name, lengths[: min(8, len(lengths))], vocab)
     llm.generate(warm, params, use_tqdm=False)
@@ -84,9 +89,9 @@ def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int)
     }
 
 
-def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int) -> dict:
+def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, detokenize: bool) -> dict:
     lengths = [w["input_len"]] * w["batch_size"]
-    params = sampling_cls(n=1, temperature=0.0, max_tokens=w["output_len"], ignore_eos=True)
+    params = sampling(sampling_cls, w["output_len"], detokenize)
     for i in range(w["num_iters_warmup"]):
         llm.generate(make_prompts(seed + 1000 + i, name, lengths, vocab), params, use_tqdm=False)
     latencies, out_counts = [], []
@@ -220,7 +225,10 @@ def main(task_path: str) -> int:
     for w in task["workloads"]:
         name = w["name"]
         runner = run_throughput if w["kind"] == "throughput" else run_latency
-        r = runner(llm, SamplingParams, name, w, task["seed"], vocab)
+        # Without a tokenizer (skip_tokenizer_init, e.g. dummy weights from a bare config) there is
+        # nothing to detokenize with; prompts are token ids either way.
+        detokenize = not kwargs.get("skip_tokenizer_init", False)
+        r = runner(llm, SamplingParams, name, w, task["seed"], vocab, detokenize)
         r["checks_failed"] = check_workload(r)
         failures += [f"{name}: {p}" for p in r["checks_failed"]]
         result["workloads"][name] = r

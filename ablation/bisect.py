@@ -1,0 +1,275 @@
+"""Find the first release between a good and a bad leg where one scenario regressed.
+
+1. The releases of the engine distribution strictly between the two legs'
+   versions come from the package index (`pip index versions`), or --releases.
+2. For each, a stack file is derived from the good leg's stack: the engine pin
+   changes; any other pin is changed only if uv cannot resolve it together
+   with that release (then it is re-pinned to what uv resolves, and the
+   derivation says so). Derived stacks are written into the bisect directory.
+3. Only the chosen (model, workload) runs, from a sub-table of the scenario
+   table, with repeats, legs interleaved. good and bad are measured first; a
+   regression needs statistical support: the bootstrap verdict is "slower"
+   AND the ratio is beyond the threshold. Then a binary search.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from packaging.version import InvalidVersion, Version
+
+from ablation.errors import AblationError
+from ablation.jsonio import write_json_atomic
+from ablation.results import load_results
+from ablation.scenarios import ScenarioFile, load_scenarios
+from ablation.stacks import StackFile
+from ablation.stats import RatioEstimate, compare_samples
+from ablation.sweep import Sweep, SweepOptions
+
+
+@dataclass
+class Probe:
+    release: str
+    leg: str
+    values: list[float]
+    estimate: RatioEstimate | None = None  # against good
+    regressed: bool | None = None
+    derivation: list[str] = field(default_factory=list)
+
+
+def parse_threshold(text: str) -> float:
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(%?)\s*", text)
+    if not m:
+        raise AblationError(f"--threshold: '{text}' is not a number or percentage (e.g. 5%)")
+    value = float(m.group(1))
+    return value / 100 if m.group(2) else value
+
+
+def index_versions(dist: str, sf: StackFile) -> list[str]:
+    """Every version the index offers for `dist` (pip's own listing, sources from the stack)."""
+    argv = [sys.executable, "-m", "pip", "index", "versions", dist, "--disable-pip-version-check"]
+    for link in sf.stack.find_links:
+        argv += ["--find-links", link]
+    if sf.stack.index_url:
+        argv += ["--index-url", sf.stack.index_url]
+    for url in sf.stack.extra_index_urls:
+        argv += ["--extra-index-url", url]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    m = re.search(r"Available versions: (.*)", out.stdout)
+    if not m:
+        raise AblationError(f"could not list releases of {dist}: {(out.stderr or out.stdout).strip()[:200]}; "
+                            "pass --releases")
+    return [v.strip() for v in m.group(1).split(",")]
+
+
+def releases_between(versions: list[str], good: str, bad: str) -> list[str]:
+    """Final releases strictly between good and bad, oldest first."""
+    lo, hi = Version(good), Version(bad)
+    if lo >= hi:
+        raise AblationError(f"--good {good} is not older than --bad {bad}")
+    keep = []
+    for v in versions:
+        try:
+            pv = Version(v)
+        except InvalidVersion:
+            continue
+        if lo < pv < hi and not pv.is_prerelease and not pv.is_devrelease and not pv.is_postrelease:
+            keep.append(v)
+    return sorted(set(keep), key=Version)
+
+
+def _compile(uv: str, sf: StackFile, pins: dict[str, str], workdir: Path) -> tuple[bool, str]:
+    req = workdir / "bisect-req.txt"
+    req.write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())))
+    argv = [uv, "pip", "compile", "--quiet", "--no-header", "--python-version", sf.stack.python, str(req)]
+    if sf.stack.exclude:
+        ex = workdir / "bisect-excludes.txt"
+        ex.write_text("".join(f"{n}\n" for n in sorted(sf.stack.exclude)))
+        argv += ["--excludes", str(ex)]
+    for link in sf.stack.find_links:
+        argv += ["--find-links", link]
+    if sf.stack.index_url:
+        argv += ["--index-url", sf.stack.index_url]
+    for url in sf.stack.extra_index_urls:
+        argv += ["--extra-index-url", url]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    return out.returncode == 0, out.stdout if out.returncode == 0 else out.stderr
+
+
+def derive_stack(template: StackFile, release: str, out_dir: Path, uv: str) -> tuple[Path, list[str]]:
+    """Write <out_dir>/<leg>.yaml for `release`; return it and what was changed and why."""
+    s = template.stack
+    engine = s.engine
+    pins = dict(s.packages)
+    pins[engine] = release
+    notes = [f"{engine}: {s.packages[engine]} -> {release}"]
+    ok, output = _compile(uv, template, pins, out_dir)
+    dropped: list[str] = []
+    for name in [n for n in s.packages if n != engine]:
+        if ok:
+            break
+        trial = {k: v for k, v in pins.items() if k != name and k not in dropped}
+        ok, output = _compile(uv, template, trial, out_dir)
+        dropped.append(name)
+    if not ok:
+        raise AblationError(f"{template.path}: field 'packages': {engine}=={release} does not resolve with this "
+                            f"stack even with {', '.join(dropped)} unpinned: {output.strip().splitlines()[-1][:200]}")
+    resolved = dict(re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", output, re.M))
+    for name in dropped:
+        new = resolved.get(name.lower()) or resolved.get(name)
+        if new:
+            pins[name] = new
+            notes.append(f"{name}: {s.packages[name]} -> {new} (required by {engine}=={release}'s metadata)")
+        else:
+            pins.pop(name)
+            notes.append(f"{name}: unpinned, no longer required by {engine}=={release}")
+    leg = f"{release}-{s.platform}-bisect"
+    data = s.model_dump(exclude_none=True)
+    data.update(leg=leg, packages=pins, overrides=[],
+                description=f"derived by `ablation bisect` from {template.path.name}: " + "; ".join(notes))
+    path = out_dir / "stacks" / f"{leg}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path, notes
+
+
+def sub_table(scenarios: ScenarioFile, model_id: str, workload: str, out_dir: Path) -> ScenarioFile:
+    """The scenario table reduced to one model and one workload, written beside the bisect results."""
+    table = scenarios.table
+    spec = table.model(model_id)
+    if workload not in spec.workloads:
+        raise AblationError(f"{scenarios.path}: model '{model_id}' has no workload '{workload}' "
+                            f"(it has {', '.join(spec.workloads)})")
+    data = table.model_dump(mode="json", exclude_none=True)
+    data["models"] = [m for m in data["models"] if m["id"] == model_id]
+    data["models"][0]["workloads"] = [workload]
+    src = data["models"][0]["source"]
+    if "path" in src and not Path(src["path"]).is_absolute():
+        src["path"] = str((scenarios.path.parent / src["path"]).resolve())
+    data["workloads"] = {workload: data["workloads"][workload]}
+    data["description"] = f"bisect sub-table of {scenarios.path} (sha256 {scenarios.sha256[:12]})"
+    path = out_dir / "scenario.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load_scenarios(path)
+
+
+@dataclass
+class BisectPlan:
+    model_id: str
+    workload: str
+    good_leg: str
+    bad_leg: str
+    metric: str  # throughput | latency
+    threshold: float
+    repeats: int
+    out_dir: Path
+
+
+class Bisector:
+    def __init__(self, sweep: Sweep, stack_root: Path, log=print):
+        self.sweep = sweep
+        self.stack_root = stack_root
+        self.log = log
+
+    def measure(self, plan: BisectPlan, legs: list[str], table: ScenarioFile, run_id: str) -> dict[str, list[float]]:
+        opts = SweepOptions(legs=legs, scenarios=table, results_root=plan.out_dir / "runs", run_id=run_id,
+                            repeats=plan.repeats)
+        run_dir, _ = self.sweep.run(opts)
+        values: dict[str, list[float]] = {leg: [] for leg in legs}
+        for r in load_results([run_dir]).results:
+            w = r.workloads.get(plan.workload)
+            if r.status == "PASS" and w is not None:
+                values[r.leg].append(w.value)
+        for leg, v in values.items():
+            if not v:
+                raise AblationError(f"bisect: {leg} produced no passing measurement of {plan.model_id}/"
+                                    f"{plan.workload}; see {run_dir / leg}")
+        return values
+
+    def judge(self, plan: BisectPlan, good: list[float], probe: Probe) -> None:
+        est = compare_samples(good, probe.values, higher_is_better=plan.metric == "throughput")
+        probe.estimate = est
+        probe.regressed = est.verdict == "slower" and est.ratio <= 1 - plan.threshold
+
+    def run(self, plan: BisectPlan, good_sf: StackFile, bad_sf: StackFile, releases: list[str],
+            table: ScenarioFile) -> dict:
+        from ablation.venvs import find_uv
+
+        uv = find_uv()
+        if not uv:
+            raise AblationError("bisect derives stacks with uv, and uv was not found")
+        probes: dict[str, Probe] = {}
+        order = [good_sf.stack.engine_version, *releases, bad_sf.stack.engine_version]
+        legs = {order[0]: good_sf.leg, order[-1]: bad_sf.leg}
+        derivations = {}
+        for rel in releases:
+            path, notes = derive_stack(good_sf, rel, plan.out_dir, uv)
+            legs[rel] = path.stem
+            derivations[rel] = notes
+            self.log(f"[bisect] derived {path.name}: {'; '.join(notes)}")
+        ends = self.measure(plan, [legs[order[0]], legs[order[-1]]], table, "ends")
+        good_values = ends[legs[order[0]]]
+        for rel in (order[0], order[-1]):
+            probes[rel] = Probe(rel, legs[rel], ends[legs[rel]])
+            self.judge(plan, good_values, probes[rel])
+        verdict: dict = {}
+        if not probes[order[-1]].regressed:
+            verdict = {"first_bad": None, "reason": "the bad leg is not measurably worse than the good leg "
+                       f"beyond {plan.threshold:.0%}: nothing to bisect"}
+        else:
+            lo, hi = 0, len(order) - 1  # order[lo] good, order[hi] bad
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                rel = order[mid]
+                vals = self.measure(plan, [legs[order[0]], legs[rel]], table, f"probe-{rel}")
+                good_values += vals[legs[order[0]]]  # the good leg is re-measured beside every probe
+                probes[rel] = Probe(rel, legs[rel], vals[legs[rel]], derivation=derivations.get(rel, []))
+                self.judge(plan, vals[legs[order[0]]], probes[rel])
+                if probes[rel].regressed:
+                    hi = mid
+                else:
+                    lo = mid
+                self.log(f"[bisect] {rel}: {probes[rel].estimate.ratio:.3f}x of good, "
+                         f"{'regressed' if probes[rel].regressed else 'not regressed'}")
+            verdict = {"first_bad": order[hi], "last_good": order[lo],
+                       "reason": f"{order[hi]} is the first release whose {plan.metric} is worse than "
+                                 f"{order[0]} by more than {plan.threshold:.0%} with the bootstrap interval "
+                                 f"excluding 1.0; {order[lo]} is not"}
+        summary = {
+            "scenario": f"{plan.model_id}/{plan.workload}", "metric": plan.metric, "threshold": plan.threshold,
+            "repeats": plan.repeats, "good": order[0], "bad": order[-1], "releases_between": releases,
+            "derivations": derivations, **verdict,
+            "tried": [{"release": p.release, "leg": p.leg, "values": p.values,
+                       "ratio_to_good": p.estimate.ratio if p.estimate else None,
+                       "interval": [p.estimate.low, p.estimate.high] if p.estimate else None,
+                       "verdict": p.estimate.verdict if p.estimate else None, "regressed": p.regressed}
+                      for p in sorted(probes.values(), key=lambda p: Version(p.release))],
+        }
+        write_json_atomic(plan.out_dir / "bisect.json", summary)
+        return summary
+
+
+def render_summary(summary: dict) -> str:
+    lines = [f"Bisect {summary['scenario']} ({summary['metric']}, threshold {summary['threshold']:.0%}, "
+             f"{summary['repeats']} repeats): good {summary['good']}, bad {summary['bad']}", ""]
+    lines.append("| release | median | ratio to good | 95% interval | verdict | regressed |")
+    lines.append("|---|---|---|---|---|---|")
+    for t in summary["tried"]:
+        vals = t["values"]
+        med = sorted(vals)[len(vals) // 2] if vals else None
+        iv = t["interval"]
+        interval = f"[{iv[0]:.3f}, {iv[1]:.3f}]" if iv and iv[0] is not None else "noise band"
+        lines.append(f"| {t['release']} | {med:.4g} | {t['ratio_to_good']:.3f}x | {interval} | {t['verdict']} | "
+                     f"{'yes' if t['regressed'] else 'no'} |")
+    lines.append("")
+    for rel, notes in summary["derivations"].items():
+        lines.append(f"derived {rel}: {'; '.join(notes)}")
+    lines.append("")
+    lines.append(f"first bad release: {summary.get('first_bad') or 'none'} — {summary['reason']}")
+    return "\n".join(lines)
