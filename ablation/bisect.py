@@ -169,17 +169,17 @@ class BisectPlan:
     threshold: float
     repeats: int
     out_dir: Path
+    wait_for_lock: bool = False
 
 
 class Bisector:
-    def __init__(self, sweep: Sweep, stack_root: Path, log=print):
+    def __init__(self, sweep: Sweep, log=print):
         self.sweep = sweep
-        self.stack_root = stack_root
         self.log = log
 
     def measure(self, plan: BisectPlan, legs: list[str], table: ScenarioFile, run_id: str) -> dict[str, list[float]]:
         opts = SweepOptions(legs=legs, scenarios=table, results_root=plan.out_dir / "runs", run_id=run_id,
-                            repeats=plan.repeats)
+                            repeats=plan.repeats, wait_for_lock=plan.wait_for_lock)
         run_dir, _ = self.sweep.run(opts)
         values: dict[str, list[float]] = {leg: [] for leg in legs}
         for r in load_results([run_dir]).results:

@@ -127,11 +127,15 @@ def make_tiny_model(out_dir: Path, seed: int):
 @click.option("--timeout", "timeout_s", type=float, default=None, help="per-task timeout override (s)")
 @click.option("--wait/--no-wait", default=False, show_default=True,
               help="if another sweep holds this machine: queue behind it, or refuse at once")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: serial on this machine; ray: one task per node of an existing Ray cluster")
+@click.option("--address", "ray_address", default=None, help="Ray cluster address (with --executor ray)")
 @click.option("--harness", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="(testing) replace the vLLM harness, e.g. with tests/fault_harness.py")
 @click.pass_context
 @one_line_errors
-def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s, wait, harness):
+def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s, wait, executor, ray_address,
+        harness):
     """Run every scenario of the table on each leg, serially, one process per (leg, model)."""
     from ablation.machine import probe
     from ablation.models import default_models_root
@@ -145,7 +149,9 @@ def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, time
     sweep = Sweep(_stacks(ctx), _builder(ctx), default_models_root(), probe(), log=echo)
     opts = SweepOptions(list(legs), scenarios, results_root, run_id=resume_id or run_id, resume=bool(resume_id),
                         repeats=repeats, timeout_override_s=timeout_s, wait_for_lock=wait,
-                        harness=harness.resolve() if harness else None)
+                        harness=harness.resolve() if harness else None, executor=executor, ray_address=ray_address)
+    if executor == "ray" and not ray_address:
+        raise AblationError("--executor ray needs --address (the cluster's head, e.g. 127.0.0.1:6379)")
     run_dir, outcomes = sweep.run(opts)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")}
     click.echo(f"{run_dir}: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['SKIP']} SKIP")
@@ -293,11 +299,13 @@ def report(paths, out_dir, other, names, threshold, legs, baseline, canonical_pa
 @click.option("--releases", default=None, help="comma-separated releases to consider [default: the index's]")
 @click.option("--out", "out_root", type=click.Path(path_type=Path), default=Path("results/bisect"),
               show_default=True)
+@click.option("--wait/--no-wait", default=False, show_default=True,
+              help="if another sweep holds this machine: queue behind it, or refuse at once")
 @click.option("--harness", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="(testing) replace the vLLM harness, e.g. with tests/fault_harness.py")
 @click.pass_context
 @one_line_errors
-def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, releases, out_root, harness):
+def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, releases, out_root, wait, harness):
     """Binary-search the releases between GOOD and BAD for the first regression of one scenario."""
     import shutil
     import time as _time
@@ -331,14 +339,14 @@ def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, re
     shutil.copytree(ctx.obj["patches_dir"], out_dir / "patches", dirs_exist_ok=True)
     for sf in (good_sf, bad_sf):
         shutil.copy(sf.path, out_dir / "stacks" / sf.path.name)
-    plan = BisectPlan(spec.id, workload, good, bad, kind, parse_threshold(threshold), repeats, out_dir)
+    plan = BisectPlan(spec.id, workload, good, bad, kind, parse_threshold(threshold), repeats, out_dir, wait)
     table = sub_table(scenarios, spec.id, workload, out_dir)
     echo = lambda m: click.echo(m, err=True)  # noqa: E731
     sweep = Sweep(StackDir(root=out_dir / "stacks"), _builder(ctx), default_models_root(), probe(), log=echo)
     if harness:
         sweep.harness = harness.resolve()
     echo(f"[bisect] {len(between)} release(s) between {good} and {bad}: {', '.join(between) or 'none'}")
-    summary = Bisector(sweep, out_dir / "stacks", log=echo).run(plan, good_sf, bad_sf, between, table)
+    summary = Bisector(sweep, log=echo).run(plan, good_sf, bad_sf, between, table)
     click.echo(render_summary(summary))
     click.echo(f"\n{out_dir / 'bisect.json'}")
 

@@ -37,9 +37,11 @@ def leg_label(leg: str, all_legs: list[str]) -> str:
 def format_ratio(est: RatioEstimate | None) -> str:
     if est is None:
         return MISSING
-    text = f"{est.ratio:.2f}x {VERDICT_MARK[est.verdict]}"
+    # Two decimals claim 1% resolution; an interval wider than 20% does not support that.
+    d = 1 if est.low is not None and est.high - est.low > 0.2 else 2
+    text = f"{est.ratio:.{d}f}x {VERDICT_MARK[est.verdict]}"
     if est.low is not None:
-        text += f" [{est.low:.2f}, {est.high:.2f}]"
+        text += f" [{est.low:.{d}f}, {est.high:.{d}f}]"
     return text
 
 

@@ -207,8 +207,12 @@ def _decide(exit_code: int | None, timed_out: bool, harness: dict | None, proble
     return "PASS", None
 
 
-def run_task(task: Task, ctx: RunContext) -> TaskOutcome:
-    files = layout.next_task_files(ctx.run_dir, task.leg, task.model.slug, task.repeat)
+def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOutcome:
+    """Run one task; `attempt` is given when another process (the Ray head) numbers attempts."""
+    if attempt is None:
+        files = layout.next_task_files(ctx.run_dir, task.leg, task.model.slug, task.repeat)
+    else:
+        files = layout.TaskFiles(layout.task_dir(ctx.run_dir, task.leg, task.model.slug), task.repeat, attempt)
     files.directory.mkdir(parents=True, exist_ok=True)
     record = _base_record(task, ctx, files)
     started = time.time()

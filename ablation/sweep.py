@@ -38,6 +38,8 @@ class SweepOptions:
     wait_for_lock: bool = False
     lock_path: Path = field(default_factory=default_lock_path)
     harness: Path | None = None  # only for fault injection (tests/fault_harness.py)
+    executor: str = "local"  # local | ray
+    ray_address: str | None = None
 
 
 def new_run_id() -> str:
@@ -123,13 +125,19 @@ class Sweep:
                   todo=[t.task_id for t in todo], warnings=warnings)
         outcomes: list[TaskOutcome] = []
         with sweep_progress(self.log) as progress:
-            progress.start(len(todo), f"run {run_id}")
-            for i, task in enumerate(todo, 1):
-                ctx.gpu_check = self._check_gpus_free()
-                progress.task_started(i, task.task_id)
-                outcome = run_task(task, ctx)
-                progress.task_finished(i, describe(outcome))
-                outcomes.append(outcome)
+            progress.start(len(todo), f"run {run_id}" + (f" on Ray at {opts.ray_address}" if opts.executor == "ray"
+                                                         else ""))
+            if opts.executor == "ray":
+                from ablation.ray_executor import run_on_ray
+
+                outcomes = run_on_ray(todo, ctx, opts.ray_address, progress)
+            else:
+                for i, task in enumerate(todo, 1):
+                    ctx.gpu_check = self._check_gpus_free()
+                    progress.task_started(i, task.task_id)
+                    outcome = run_task(task, ctx)
+                    progress.task_finished(i, describe(outcome))
+                    outcomes.append(outcome)
         ctx.event("run_end", counts={s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")})
         return run_dir, outcomes
 

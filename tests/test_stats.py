@@ -45,3 +45,13 @@ def test_precision_follows_uncertainty():
     assert format_measure(12779.0, 0.0005) == "12,779"
     assert format_measure(0.2437, 0.05) == "0.244"
     assert format_measure(None, 0.05) == "—"
+
+
+def test_wide_interval_prints_fewer_decimals():
+    from ablation.compare import format_ratio
+
+    wide = compare_samples([100, 300, 110, 105], [200, 210, 190, 205], higher_is_better=True)
+    assert wide.high - wide.low > 0.2
+    assert format_ratio(wide).startswith("1.9x ≈ [0.")
+    tight = compare_samples([100, 101, 99], [110, 111, 109], higher_is_better=True)
+    assert format_ratio(tight).startswith("1.10x ↑ [1.0")

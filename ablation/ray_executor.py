@@ -1,0 +1,141 @@
+"""Run a sweep's tasks on an existing Ray cluster, keeping serial-exclusive per node.
+
+Each node that may run tasks advertises the custom resource `ablation_node: 1`
+(`ray start --resources '{"ablation_node": 1}'`); every task asks for one unit
+of it, plus `tp` GPUs when the cluster has GPUs. So a node runs one task at a
+time, holding all the GPUs that task needs, and several nodes work in
+parallel. On the node the task runs exactly as it does locally (`run_task`:
+own process group, timeout, checks) in a scratch directory; its files and
+events are sent back to the head, which writes them into the run directory
+and appends the events to run.jsonl. The head numbers attempts, so nothing is
+overwritten. A node lost mid-task makes that attempt FAIL(node-lost) and the
+task is retried once on whatever node is free.
+
+Nodes need the leg venvs at the same paths (a shared file system, or the
+same `ablation stacks build` run on each) and the `ablation` package
+importable by their Ray workers.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ablation import layout
+from ablation.executor import RunContext, Task, TaskOutcome, describe, run_task
+from ablation.jsonio import append_jsonl, write_json_atomic
+
+NODE_RESOURCE = "ablation_node"
+MAX_NODE_LOST_RETRIES = 1
+
+
+@dataclass
+class RemoteResult:
+    node: str
+    status: str
+    cause: dict | None
+    duration_s: float
+    files: dict[str, bytes]  # names inside the task dir -> content
+    events: list[dict]
+
+
+def _execute_on_node(task: Task, ctx: RunContext, attempt: int) -> RemoteResult:
+    """Body of the Ray task: run in a node-local scratch run dir, return what it wrote."""
+    import json
+
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    with tempfile.TemporaryDirectory(prefix="ablation-ray-") as tmp:
+        scratch = RunContext(ctx.run_id, Path(tmp) / ctx.run_id, ctx.scenarios, ctx.machine, harness=ctx.harness,
+                             timeout_override_s=ctx.timeout_override_s, extra_env=ctx.extra_env,
+                             log=lambda m: None, gpu_check=f"ray node {node}")
+        outcome = run_task(task, scratch, attempt=attempt)
+        task_dir = outcome.results_path.parent
+        files = {p.name: p.read_bytes() for p in task_dir.iterdir() if p.is_file()}
+        events = [json.loads(line) for line in scratch.events.read_text().splitlines() if line.strip()]
+    for e in events:
+        e["node"] = node
+    return RemoteResult(node, outcome.status, outcome.cause, outcome.duration_s, files, events)
+
+
+def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> list[TaskOutcome]:
+    import ray
+    from ray.exceptions import RayError, RayTaskError
+
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False, namespace="vllm-ablation")
+    gpus = ray.cluster_resources().get("GPU", 0)
+    nodes = ray.cluster_resources().get(NODE_RESOURCE, 0)
+    if nodes < 1:
+        from ablation.errors import AblationError
+
+        raise AblationError(f"Ray cluster at {address} has no node with the '{NODE_RESOURCE}' resource; start "
+                            f"workers with --resources '{{\"{NODE_RESOURCE}\": 1}}'")
+    remote = ray.remote(max_retries=0)(_execute_on_node)
+
+    def submit(task: Task):
+        files = layout.next_task_files(ctx.run_dir, task.leg, task.model.slug, task.repeat)
+        files.directory.mkdir(parents=True, exist_ok=True)
+        # Claim the attempt number at once (an empty log), so a retry gets the next one.
+        files.log.touch()
+        opts = {"resources": {NODE_RESOURCE: 1}, "num_gpus": task.model.tp if gpus else 0, "num_cpus": 0}
+        ctx.event("task_dispatch", task_id=task.task_id, attempt=files.attempt, executor="ray")
+        return remote.options(**opts).remote(task, ctx, files.attempt), files
+
+    pending = {}
+    retries: dict[str, int] = {}
+    for task in tasks:
+        ref, files = submit(task)
+        pending[ref] = (task, files, time.time())
+    outcomes: list[TaskOutcome] = []
+    done_count = 0
+    while pending:
+        ready, _ = ray.wait(list(pending), num_returns=1)
+        ref = ready[0]
+        task, files, submitted = pending.pop(ref)
+        where = ""
+        try:
+            result: RemoteResult = ray.get(ref)
+        except RayTaskError as exc:  # the task body itself raised: a runner bug, not a lost node
+            outcome = _record_failure(ctx, task, files, submitted, "harness-error", str(exc).splitlines()[-1])
+        except RayError as exc:
+            outcome = _record_failure(ctx, task, files, submitted, "node-lost",
+                                      f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            if retries.get(task.task_id, 0) < MAX_NODE_LOST_RETRIES:
+                retries[task.task_id] = retries.get(task.task_id, 0) + 1
+                ref2, files2 = submit(task)
+                pending[ref2] = (task, files2, time.time())
+                ctx.event("task_retry", task_id=task.task_id, attempt=files2.attempt, reason="node-lost")
+        else:
+            for name, content in result.files.items():
+                target = files.directory / name
+                if name.endswith(".json"):
+                    tmp = target.with_name(f".{name}.tmp")
+                    tmp.write_bytes(content)
+                    tmp.replace(target)
+                else:
+                    target.write_bytes(content)
+            for e in result.events:
+                append_jsonl(ctx.events, e)
+            outcome = TaskOutcome(task.task_id, result.status, result.cause, files.results, result.duration_s)
+            where = f" on node {result.node[:8]}"
+        done_count += 1
+        progress.task_finished(done_count, describe(outcome) + where)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _record_failure(ctx: RunContext, task: Task, files: layout.TaskFiles, submitted: float, cls: str,
+                    signature: str) -> TaskOutcome:
+    from ablation.executor import _base_record
+
+    record = _base_record(task, ctx, files)
+    cause = {"class": cls, "signature": signature}
+    record.update(status="FAIL", cause=cause, started_at=submitted, finished_at=time.time(), workloads={},
+                  duration_s=round(time.time() - submitted, 2), executor="ray")
+    write_json_atomic(files.results, record)
+    ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status="FAIL", cause=cause)
+    return TaskOutcome(task.task_id, "FAIL", cause, files.results, time.time() - submitted)

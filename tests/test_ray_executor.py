@@ -1,0 +1,128 @@
+"""The Ray executor on a real local multi-node Ray cluster started by the test.
+
+Nodes get fake GPUs (`num_gpus`) and the `ablation_node` resource; the engine is
+the FAULT-INJECTION harness so the test controls task length. One node is
+killed mid-task: that attempt must be FAIL(node-lost) and the task retried once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from ablation.jsonio import read_jsonl
+from conftest import REPO, one_line_error
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+FAULT_HARNESS = Path(__file__).parent / "fault_harness.py"
+STACK = 'leg: "{leg}"\nplatform: cpu\npython: "3.11"\nengine: six\npackages:\n  six: "1.16.0"\n'
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "stacks" / "la.yaml").write_text(STACK.format(leg="la"))
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text("{}")
+    models = "\n".join(f"  - {{id: fault/slow-{i}, source: {{path: model}}, tp: 2, workloads: [mixed]}}"
+                       for i in range(4))
+    (tmp_path / "table.yaml").write_text(
+        "name: ray\nworkloads:\n"
+        "  mixed: {kind: throughput, num_prompts: 1, input_len: {min: 1, max: 1}, output_len: 1}\n"
+        f"models:\n{models}\n")
+    return tmp_path
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"ablation_node": 0}})
+    nodes = [c.add_node(num_cpus=1, num_gpus=2, resources={"ablation_node": 1}) for _ in range(2)]
+    c.wait_for_nodes()
+    yield c, nodes
+    c.shutdown()
+
+
+def argv(project: Path, address: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "ablation.cli", "--stacks-dir", str(project / "stacks"),
+            "--patches-dir", str(project / "patches"), "--venv-root", str(project / "venvs"),
+            "run", "--leg", "la", "--scenarios", str(project / "table.yaml"), "--results", str(project / "results"),
+            "--run-id", "r", "--harness", str(FAULT_HARNESS), "--executor", "ray", "--address", address, *extra]
+
+
+def env(project: Path, slow: float, hang: str = "") -> dict:
+    return {**os.environ, "FAULT_SLOW_S": str(slow), "FAULT_HANG_MODES": hang,
+            "ABLATION_LOCK_FILE": str(project / "host.lock")}
+
+
+def test_tasks_spread_over_nodes_one_at_a_time_and_a_lost_node_is_retried_once(project, cluster):
+    c, nodes = cluster
+    # slow-0 hangs wherever it lands: the node running it is the one we kill.
+    # --timeout 30: the retry hangs too, and must end as FAIL(timeout), not hold the test for an hour
+    proc = subprocess.Popen(argv(project, c.address, "--timeout", "30"), cwd=REPO,
+                            env=env(project, 4, hang="slow-0"),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    events = project / "results/r/run.jsonl"
+    deadline = time.monotonic() + 180
+    victim = None
+    while time.monotonic() < deadline and victim is None:
+        # the hanging task's harness runs under one node's raylet: that node is the victim
+        for n in nodes:
+            raylet = psutil.Process(n.all_processes["raylet"][0].process.pid)
+            if any("fault__slow-0" in " ".join(ch.cmdline()) for ch in raylet.children(recursive=True) if _safe(ch)):
+                victim = n
+        time.sleep(0.5)
+    assert victim is not None, "the hanging task never started"
+    c.remove_node(victim)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    ev = read_jsonl(events)
+    ends = [e for e in ev if e["event"] == "task_end"]
+    lost = [e for e in ends if e["status"] == "FAIL" and (e.get("cause") or {}).get("class") == "node-lost"]
+    assert len(lost) == 1 and lost[0]["task_id"] == "la/fault__slow-0/r1"
+    retry = [e for e in ev if e["event"] == "task_retry"]
+    assert len(retry) == 1 and retry[0]["attempt"] == 2
+    d = project / "results/r/la/fault__slow-0"
+    assert json.loads((d / "results.json").read_text())["cause"]["class"] == "node-lost"
+    second = json.loads((d / "results.r1a2.json").read_text())
+    assert second["status"] == "FAIL" and second["cause"]["class"] == "timeout" or second["status"] == "PASS"
+    passed = {e["task_id"] for e in ends if e["status"] == "PASS"}
+    assert {"la/fault__slow-1/r1", "la/fault__slow-2/r1", "la/fault__slow-3/r1"} <= passed
+    # every finished task's files came back to the head's run directory, with the node that ran it
+    for i in (1, 2, 3):
+        assert (project / f"results/r/la/fault__slow-{i}/results.json").is_file()
+    # the other three ran on the surviving node while slow-0 hung on the victim: two nodes in parallel,
+    # and on one node never two tasks at once
+    survivor = next(n for n in nodes if n is not victim)
+    starts = {(e["task_id"], e["attempt"]): e for e in ev if e["event"] == "task_start" and "node" in e}
+    on_survivor = sorted((e["ts"], next(x["ts"] for x in ends if (x["task_id"], x["attempt"]) == key))
+                         for key, e in starts.items() if e["node"] == survivor.node_id)
+    assert len(on_survivor) >= 3 and {e["node"] for e in starts.values()} == {survivor.node_id}
+    assert all(end <= nxt_start for (_, end), (nxt_start, _) in zip(on_survivor, on_survivor[1:]))
+
+
+def _safe(p) -> bool:
+    try:
+        p.cmdline()
+        return True
+    except Exception:
+        return False
+
+
+def test_cluster_without_ablation_nodes_is_refused(project):
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    try:
+        proc = subprocess.run(argv(project, c.address), cwd=REPO, env=env(project, 0), capture_output=True,
+                              text=True, timeout=300)
+        assert "no node with the 'ablation_node' resource" in one_line_error(proc)
+    finally:
+        c.shutdown()
