@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -53,13 +52,8 @@ def parse_threshold(text: str) -> float:
 
 def index_versions(dist: str, sf: StackFile) -> list[str]:
     """Every version the index offers for `dist` (pip's own listing, sources from the stack)."""
-    argv = [sys.executable, "-m", "pip", "index", "versions", dist, "--disable-pip-version-check"]
-    for link in sf.stack.find_links:
-        argv += ["--find-links", link]
-    if sf.stack.index_url:
-        argv += ["--index-url", sf.stack.index_url]
-    for url in sf.stack.extra_index_urls:
-        argv += ["--extra-index-url", url]
+    argv = [sys.executable, "-m", "pip", "index", "versions", dist, "--disable-pip-version-check",
+            *sf.stack.source_args()]
     out = subprocess.run(argv, capture_output=True, text=True)
     m = re.search(r"Available versions: (.*)", out.stdout)
     if not m:
@@ -92,12 +86,7 @@ def _compile(uv: str, sf: StackFile, pins: dict[str, str], workdir: Path) -> tup
         ex = workdir / "bisect-excludes.txt"
         ex.write_text("".join(f"{n}\n" for n in sorted(sf.stack.exclude)))
         argv += ["--excludes", str(ex)]
-    for link in sf.stack.find_links:
-        argv += ["--find-links", link]
-    if sf.stack.index_url:
-        argv += ["--index-url", sf.stack.index_url]
-    for url in sf.stack.extra_index_urls:
-        argv += ["--extra-index-url", url]
+    argv += sf.stack.source_args()
     out = subprocess.run(argv, capture_output=True, text=True)
     return out.returncode == 0, out.stdout if out.returncode == 0 else out.stderr
 

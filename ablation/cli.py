@@ -26,7 +26,7 @@ def one_line_errors(fn):
     return wrapper
 
 
-def _stacks(ctx) -> "StackDir":
+def _stacks(ctx):
     from ablation.stacks import StackDir
 
     return StackDir(root=ctx.obj["stacks_dir"])

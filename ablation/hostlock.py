@@ -16,14 +16,11 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from ablation.errors import AblationError
+from ablation.paths import cache_path
 
 
 def default_lock_path() -> Path:
-    env = os.environ.get("ABLATION_LOCK_FILE")
-    if env:
-        return Path(env)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "vllm-ablation" / "host.lock"
+    return cache_path("ABLATION_LOCK_FILE", "host.lock")
 
 
 def _holder(path: Path) -> str:

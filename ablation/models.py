@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ablation.errors import AblationError
+from ablation.paths import cache_path
 from ablation.scenarios import ModelSpec, ScenarioFile
 from ablation.tinymodel import make_tiny_llama, model_digest
 
 
 def default_models_root() -> Path:
-    env = os.environ.get("ABLATION_MODELS_ROOT")
-    if env:
-        return Path(env)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "vllm-ablation" / "models"
+    return cache_path("ABLATION_MODELS_ROOT", "models")
 
 
 @dataclass(frozen=True)

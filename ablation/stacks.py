@@ -95,6 +95,17 @@ class Stack(BaseModel):
             raise ValueError("override names must be unique")
         return self
 
+    def source_args(self) -> list[str]:
+        """--find-links/--index-url/--extra-index-url, as both uv and pip spell them."""
+        args: list[str] = []
+        for link in self.find_links:
+            args += ["--find-links", link]
+        if self.index_url:
+            args += ["--index-url", self.index_url]
+        for url in self.extra_index_urls:
+            args += ["--extra-index-url", url]
+        return args
+
     @property
     def engine_version(self) -> str:
         return self.packages[self.engine]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ablation.errors import AblationError
+from ablation.paths import cache_path
 from ablation.stacks import StackFile, stack_fingerprint
 
 MANIFEST = "manifest.json"
@@ -32,11 +32,7 @@ LOCK = "lock.txt"
 
 def default_venv_root() -> Path:
     """Under the user cache so venvs survive between CI runs on one machine."""
-    env = os.environ.get("ABLATION_VENV_ROOT")
-    if env:
-        return Path(env)
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "vllm-ablation" / "venvs"
+    return cache_path("ABLATION_VENV_ROOT", "venvs")
 
 
 def find_uv() -> str | None:
@@ -190,13 +186,7 @@ class VenvBuilder:
         s = sf.stack
         req = path.parent / f"{path.name}.requirements.txt"
         req.write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())))
-        source_args: list[str] = []
-        for link in s.find_links:
-            source_args += ["--find-links", link]
-        if s.index_url:
-            source_args += ["--index-url", s.index_url]
-        for url in s.extra_index_urls:
-            source_args += ["--extra-index-url", url]
+        source_args = s.source_args()
         try:
             if self.uv:
                 self._run([self.uv, "venv", "--python", s.python, "--no-project", str(path)], log_file, "python", sf)

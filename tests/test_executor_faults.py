@@ -19,8 +19,9 @@ from ablation.machine import probe
 from ablation.models import prepare_model
 from ablation.scenarios import load_scenarios
 from ablation.venvs import LegEnv
+from conftest import FAULT_HARNESS
 
-FAULT_HARNESS = Path(__file__).parent / "fault_harness.py"
+
 MODES = ["ok", "segfault", "hang", "garbage", "failed-checks", "nan", "cutlass", "oom", "exit0-nothing"]
 
 

@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,39 +17,21 @@ import pytest
 
 from ablation.jsonio import read_jsonl
 from ablation.sweep import leg_order
-from conftest import REPO, one_line_error
-
-FAULT_HARNESS = Path(__file__).parent / "fault_harness.py"
-
-STACK = 'leg: "{leg}"\nplatform: cpu\npython: "3.11"\nengine: six\npackages:\n  six: "1.16.0"\n'
-
+from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 @pytest.fixture
 def project(tmp_path):
-    (tmp_path / "stacks").mkdir()
-    (tmp_path / "patches").mkdir()
-    for leg in ("la", "lb"):
-        (tmp_path / "stacks" / f"{leg}.yaml").write_text(STACK.format(leg=leg))
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
-    models = "\n".join(f"  - {{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(3))
-    (tmp_path / "table.yaml").write_text(
-        "name: slow\nworkloads:\n"
-        "  mixed: {kind: throughput, num_prompts: 1, input_len: {min: 1, max: 1}, output_len: 1}\n"
-        f"models:\n{models}\n")
-    return tmp_path
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(3)]
+    return fault_project(tmp_path, {"la": "1.16.0", "lb": "1.16.0"}, models)
 
 
 def argv(project: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "ablation.cli", "--stacks-dir", str(project / "stacks"),
-            "--patches-dir", str(project / "patches"), "--venv-root", str(project / "venvs"),
-            "run", "--scenarios", str(project / "table.yaml"), "--results", str(project / "results"),
-            "--harness", str(FAULT_HARNESS), *extra]
+    return project_argv(project, "run", "--scenarios", str(project / "table.yaml"),
+                        "--results", str(project / "results"), "--harness", str(FAULT_HARNESS), *extra)
 
 
 def env(project: Path, slow: float, hang: str = "") -> dict:
-    return {**os.environ, "FAULT_SLOW_S": str(slow), "FAULT_HANG_MODES": hang,
-            "ABLATION_LOCK_FILE": str(project / "host.lock")}
+    return fault_env(project, slow_s=slow, hang_modes=hang)
 
 
 def start(project, slow, *extra, hang: str = "") -> subprocess.Popen:

@@ -8,9 +8,7 @@ killed mid-task: that attempt must be FAIL(node-lost) and the task retried once.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,29 +16,15 @@ import psutil
 import pytest
 
 from ablation.jsonio import read_jsonl
-from conftest import REPO, one_line_error
+from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-FAULT_HARNESS = Path(__file__).parent / "fault_harness.py"
-STACK = 'leg: "{leg}"\nplatform: cpu\npython: "3.11"\nengine: six\npackages:\n  six: "1.16.0"\n'
-
-
 @pytest.fixture
 def project(tmp_path):
-    (tmp_path / "stacks").mkdir()
-    (tmp_path / "patches").mkdir()
-    (tmp_path / "stacks" / "la.yaml").write_text(STACK.format(leg="la"))
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text("{}")
-    models = "\n".join(f"  - {{id: fault/slow-{i}, source: {{path: model}}, tp: 2, workloads: [mixed]}}"
-                       for i in range(4))
-    (tmp_path / "table.yaml").write_text(
-        "name: ray\nworkloads:\n"
-        "  mixed: {kind: throughput, num_prompts: 1, input_len: {min: 1, max: 1}, output_len: 1}\n"
-        f"models:\n{models}\n")
-    return tmp_path
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, tp: 2, workloads: [mixed]}}" for i in range(4)]
+    return fault_project(tmp_path, {"la": "1.16.0"}, models)
 
 
 @pytest.fixture
@@ -53,15 +37,13 @@ def cluster():
 
 
 def argv(project: Path, address: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "ablation.cli", "--stacks-dir", str(project / "stacks"),
-            "--patches-dir", str(project / "patches"), "--venv-root", str(project / "venvs"),
-            "run", "--leg", "la", "--scenarios", str(project / "table.yaml"), "--results", str(project / "results"),
-            "--run-id", "r", "--harness", str(FAULT_HARNESS), "--executor", "ray", "--address", address, *extra]
+    return project_argv(project, "run", "--leg", "la", "--scenarios", str(project / "table.yaml"),
+                        "--results", str(project / "results"), "--run-id", "r", "--harness", str(FAULT_HARNESS),
+                        "--executor", "ray", "--address", address, *extra)
 
 
 def env(project: Path, slow: float, hang: str = "") -> dict:
-    return {**os.environ, "FAULT_SLOW_S": str(slow), "FAULT_HANG_MODES": hang,
-            "ABLATION_LOCK_FILE": str(project / "host.lock")}
+    return fault_env(project, slow_s=slow, hang_modes=hang)
 
 
 def test_tasks_spread_over_nodes_one_at_a_time_and_a_lost_node_is_retried_once(project, cluster):
