@@ -102,6 +102,8 @@ class Sweep:
             raise AblationError(f"cannot resume run '{run_id}': {run_dir / 'run.jsonl'} does not exist")
         if not opts.resume and (run_dir / "run.jsonl").exists():
             raise AblationError(f"run '{run_id}' already exists in {run_dir}; pass --resume {run_id} to continue it")
+        if opts.resume:
+            self._check_resume_matches(run_dir, opts)
         with host_lock(opts.lock_path, run_id, opts.wait_for_lock, log=self.log):
             return self._run_locked(opts, run_id, run_dir)
 
@@ -140,6 +142,23 @@ class Sweep:
                     outcomes.append(outcome)
         ctx.event("run_end", counts={s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")})
         return run_dir, outcomes
+
+    @staticmethod
+    def _check_resume_matches(run_dir: Path, opts: SweepOptions) -> None:
+        """A resumed run must run the same table on the same legs, or its ratios would mix two studies."""
+        manifest_path = run_dir / "MANIFEST.json"
+        if not manifest_path.is_file():
+            return
+        import json
+
+        manifest = json.loads(manifest_path.read_text())
+        recorded = manifest.get("scenario_table", {}).get("sha256")
+        if recorded and recorded != opts.scenarios.sha256:
+            raise AblationError(f"{opts.scenarios.path}: its sha256 {opts.scenarios.sha256[:12]} is not the table run "
+                                f"'{run_dir.name}' started with ({recorded[:12]}); resume with that exact file")
+        if manifest.get("legs") and sorted(manifest["legs"]) != sorted(opts.legs):
+            raise AblationError(f"--leg: run '{run_dir.name}' was started with legs {', '.join(manifest['legs'])}; "
+                                "resume with the same legs")
 
     def _environment_warnings(self) -> list[str]:
         """Conditions that make numbers less comparable; recorded, not fatal."""

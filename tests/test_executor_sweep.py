@@ -132,3 +132,9 @@ def test_resume_of_unknown_run_and_duplicate_run_id_are_one_line_errors(project)
                           capture_output=True, text=True)
     assert "already exists" in one_line_error(proc)
     assert (project / "results/x/run.jsonl").read_bytes() == before
+    # resuming with another table or other legs would mix two studies in one run
+    (project / "table.yaml").write_text((project / "table.yaml").read_text() + "# edited\n")
+    proc = subprocess.run(argv(project, "--leg", "la", "--resume", "x"), cwd=REPO, env=env(project, 0),
+                          capture_output=True, text=True)
+    assert "is not the table run 'x' started with" in one_line_error(proc)
+    assert (project / "results/x/run.jsonl").read_bytes() == before
