@@ -336,7 +336,9 @@ def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, re
     between = releases_between(versions, good_sf.stack.engine_version, bad_sf.stack.engine_version)
     out_dir = out_root / _time.strftime("%Y%m%d-%H%M%S", _time.gmtime())
     (out_dir / "stacks").mkdir(parents=True)
-    shutil.copytree(ctx.obj["patches_dir"], out_dir / "patches", dirs_exist_ok=True)
+    (out_dir / "patches").mkdir()
+    if ctx.obj["patches_dir"].is_dir():
+        shutil.copytree(ctx.obj["patches_dir"], out_dir / "patches", dirs_exist_ok=True)
     for sf in (good_sf, bad_sf):
         shutil.copy(sf.path, out_dir / "stacks" / sf.path.name)
     plan = BisectPlan(spec.id, workload, good, bad, kind, parse_threshold(threshold), repeats, out_dir, wait)
