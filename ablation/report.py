@@ -108,6 +108,9 @@ def report_markdown(inp: ReportInput, tables: dict[str, Table]) -> str:
     out += ["## Headline findings", ""]
     heads = headline(tables["throughput"], tables["latency"])
     out += [f"- {h}" for h in heads] or ["- No cell changed beyond the noise: no difference detected anywhere."]
+    if any("noise-band" in h for h in heads):
+        out += ["", "Findings marked noise-band come from single passes: they lie outside the ±5% band, but no "
+                "dispersion was measured, so they are leads to repeat (`--repeats 3`), not established changes."]
     out += ["", "## Full data", "", tables["throughput"].markdown(), tables["latency"].markdown()]
     if "cross_arch" in tables:
         out += [f"## What transfers from {inp.names[1]} to {inp.names[0]}, and what does not", "",
