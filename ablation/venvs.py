@@ -126,10 +126,6 @@ class VenvBuilder:
 
     def _build(self, sf: StackFile, variant: str | None) -> LegEnv:
         s = sf.stack
-        if s.base == "system":
-            raise AblationError(
-                f"{sf.path}: field 'base': 'system' legs are prepared on their machine by scripts/device-stage"
-            )
         path = self.path_for(sf.leg, variant)
         name = venv_name(sf.leg, variant)
         self.log(f"[stacks] {name}: building in {path}")
@@ -139,10 +135,15 @@ class VenvBuilder:
         self.venv_root.mkdir(parents=True, exist_ok=True)
         pins = s.resolved_pins(variant)
         build_log = self.venv_root / f"{name}.build.log"
+        system_info: dict = {}
         with open(build_log, "w") as log_file:
-            python = self._create_and_install(sf, path, pins, log_file)
+            if s.base == "system":
+                python, system_info = self._overlay_on_system(sf, path, pins, log_file)
+                lock_text = _freeze_visible(python)
+            else:
+                python = self._create_and_install(sf, path, pins, log_file)
+                lock_text = self._freeze(python, log_file)
             patches = self._apply_patches(sf, python, log_file)
-            lock_text = self._freeze(python, log_file)
         shutil.move(str(build_log), path / "build.log")
         (path / LOCK).write_text(lock_text)
         manifest = {
@@ -171,6 +172,8 @@ class VenvBuilder:
             "build_seconds": round(time.time() - started, 1),
             "build_host": platform.node(),
             "size_bytes": _dir_size(path),
+            "base": s.base,
+            **system_info,
         }
         # Written last: its presence marks the venv complete.
         (path / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True))
@@ -214,6 +217,50 @@ class VenvBuilder:
             (path.parent / f"{path.name}.excludes.txt").unlink(missing_ok=True)
         return python
 
+    def _overlay_on_system(self, sf: StackFile, path: Path, pins: dict[str, str], log_file) -> tuple[Path, dict]:
+        """A leg on an existing interpreter (a machine whose python already holds torch, say).
+
+        The leg is a fresh venv whose site-packages comes first and which sees the
+        interpreter's own site-packages through a .pth file (this works when that
+        interpreter is itself a venv, where --system-site-packages would not). Pins the
+        interpreter already satisfies are reused; the others are installed into the
+        venv without dependencies: the stack names the whole overlay.
+        """
+        s = sf.stack
+        system = shutil.which(s.system_python) or s.system_python
+        probe = subprocess.run([system, "-c", "import json, platform, sysconfig; p = sysconfig.get_paths(); "
+                                "print(json.dumps([platform.python_version(), p['purelib'], p['platlib']]))"],
+                               capture_output=True, text=True)
+        if probe.returncode != 0:
+            raise AblationError(f"{sf.path}: field 'system_python': {s.system_python} does not run")
+        version, purelib, platlib = json.loads(probe.stdout)
+        if not version.startswith(s.python + "."):
+            raise AblationError(f"{sf.path}: field 'python': {s.system_python} is Python {version}, not {s.python}")
+        if self.uv:
+            self._run([self.uv, "venv", "--python", system, "--no-project", str(path)], log_file, "system_python", sf)
+        else:
+            self._run([system, "-m", "venv", "--without-pip", str(path)], log_file, "system_python", sf)
+        python = path / "bin" / "python"
+        site = _site_packages(python)
+        (site / "_ablation_system_base.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys([purelib, platlib])))
+        have = _visible_versions(python)
+        overlay = {n: v for n, v in pins.items() if have.get(_canon(n)) != v}
+        if overlay:
+            req = path / "overlay-requirements.txt"
+            req.write_text("".join(f"{n}=={v}\n" for n, v in sorted(overlay.items())))
+            if self.uv:
+                argv = [self.uv, "pip", "install", "--python", str(python), "--link-mode", "copy", "--no-deps"]
+            else:
+                argv = [system, "-m", "pip", "install", "--prefix", str(path), "--no-deps"]
+            self._run(argv + ["-r", str(req)] + s.source_args(), log_file, "packages", sf)
+        now = _visible_versions(python)
+        wrong = {n: now.get(_canon(n)) for n, v in pins.items() if now.get(_canon(n)) != v}
+        if wrong:
+            detail = ", ".join(f"{n}=={pins[n]} (found {v or 'nothing'})" for n, v in wrong.items())
+            raise AblationError(f"{sf.path}: field 'packages': after the overlay, {detail}")
+        return python, {"system_python": s.system_python, "system_site_packages": sorted({purelib, platlib}),
+                        "from_system": sorted(set(pins) - set(overlay)), "overlay": sorted(overlay)}
+
     def _apply_patches(self, sf: StackFile, python: Path, log_file) -> list[dict]:
         applied = []
         if not sf.stack.patches:
@@ -232,6 +279,28 @@ class VenvBuilder:
             argv = [str(python), "-m", "pip", "freeze", "--all"]
         proc = subprocess.run(argv, capture_output=True, text=True, check=True)
         return proc.stdout
+
+
+def _canon(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+_LIST_DISTS = ("import importlib.metadata as m, json; "
+               "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}))")
+
+
+def _visible_versions(python: Path) -> dict[str, str]:
+    """Every distribution the interpreter can import, by canonical name (first on sys.path wins)."""
+    out = subprocess.run([str(python), "-c", _LIST_DISTS], capture_output=True, text=True, check=True)
+    seen: dict[str, str] = {}
+    for name, version in json.loads(out.stdout).items():
+        seen.setdefault(_canon(name), version)
+    return seen
+
+
+def _freeze_visible(python: Path) -> str:
+    """The lock of a system-based leg: everything importable, system and overlay alike."""
+    return "".join(f"{n}=={v}\n" for n, v in sorted(_visible_versions(python).items()))
 
 
 def _parse_freeze(text: str) -> dict[str, str]:
