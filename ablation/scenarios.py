@@ -43,6 +43,7 @@ class ThroughputWorkload(BaseModel):
     num_prompts: int = Field(ge=1)
     input_len: LengthRange
     output_len: int = Field(ge=1)
+    num_iters: int = Field(1, ge=1, description="timed passes in one process; the median is reported")
 
 
 class LatencyWorkload(BaseModel):

@@ -22,7 +22,7 @@ name: vllm-cpu-test
 seed: 0
 timeout_s: 900
 workloads:
-  mixed: {kind: throughput, num_prompts: 24, input_len: {min: 16, max: 256}, output_len: 32}
+  mixed: {kind: throughput, num_prompts: 24, input_len: {min: 16, max: 256}, output_len: 32, num_iters: 2}
   single-request: {kind: latency, batch_size: 1, input_len: 32, output_len: 32, num_iters: 2, num_iters_warmup: 1}
 models:
   - id: tiny-llama-2L
@@ -83,6 +83,7 @@ def test_real_vllm_task_passes_with_full_record(real_run):
     mixed, single = rec["workloads"]["mixed"], rec["workloads"]["single-request"]
     assert mixed["total_output_tokens"] == mixed["expected_output_tokens"] == 24 * 32
     assert mixed["num_requests"] == 24 and mixed["value"] > 0 and mixed["unit"] == "tok/s"
+    assert len(mixed["samples"]) == 2 and mixed["value"] in mixed["samples"]
     assert single["unit"] == "ms/tok" and single["value"] > 0 and len(single["latencies"]) == 2
     # KV cache as configured (256 MiB) and as vLLM logged it
     assert rec["engine"]["kv_cache_tokens"] > 0 and rec["engine"]["kv_cache_tokens_logged"] > 0
