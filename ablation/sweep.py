@@ -19,7 +19,7 @@ from ablation.executor import RunContext, Task, TaskOutcome, describe, finished_
 from ablation.hostlock import default_lock_path, host_lock
 from ablation.jsonio import read_jsonl, write_json_atomic
 from ablation.machine import Machine, gpu_processes
-from ablation.models import prepare_model
+from ablation.models import PreparedModel, prepare_model
 from ablation.progress import sweep_progress
 from ablation.scenarios import ScenarioFile
 from ablation.stacks import StackDir, StackFile
@@ -40,6 +40,15 @@ class SweepOptions:
     harness: Path | None = None  # only for fault injection (tests/fault_harness.py)
     executor: str = "local"  # local | ray
     ray_address: str | None = None
+
+
+@dataclass
+class Resolved:
+    """What validation found: the legs' stack files, skip reasons, prepared models."""
+
+    stack_files: dict[str, StackFile]
+    skip: dict[str, str | None]
+    prepared: dict[str, PreparedModel]
 
 
 def new_run_id() -> str:
@@ -67,32 +76,36 @@ class Sweep:
                 "run it on a GPU machine or pick a -cpu leg"
             )
 
-    def plan(self, opts: SweepOptions) -> list[Task]:
+    def validate(self, opts: SweepOptions) -> Resolved:
+        """Everything bad input can break, checked before the host lock is awaited or a venv is built."""
         if not opts.legs:
             raise AblationError("no legs given; pass --leg (known legs: " + ", ".join(self.stacks.legs()) + ")")
         stack_files = {leg: self.stacks.load(leg) for leg in opts.legs}
         for sf in stack_files.values():
             self._check_platform(sf)
         table = opts.scenarios.table
-        prepared = {}
         skip = {m.id: self.machine.unmet(m.requires) for m in table.models}
-        for m in table.models:
-            if not skip[m.id]:
-                prepared[m.id] = prepare_model(m, opts.scenarios, self.models_root)
+        prepared = {m.id: prepare_model(m, opts.scenarios, self.models_root) for m in table.models if not skip[m.id]}
+        return Resolved(stack_files, skip, prepared)
+
+    def plan(self, opts: SweepOptions, resolved: Resolved | None = None) -> list[Task]:
+        """Tasks in run order; builds (or reuses) the venvs they need."""
+        resolved = resolved or self.validate(opts)
         envs = {}
         tasks = []
         for repeat, legs in leg_order(opts.legs, opts.repeats):
             for leg in legs:
-                sf = stack_files[leg]
-                for m in table.models:
-                    if skip[m.id]:
-                        tasks.append(Task(leg, m, repeat, None, None, skip_reason=skip[m.id]))
+                sf = resolved.stack_files[leg]
+                for m in opts.scenarios.table.models:
+                    if resolved.skip[m.id]:
+                        tasks.append(Task(leg, m, repeat, None, None, skip_reason=resolved.skip[m.id]))
                         continue
                     override = sf.stack.override_for(m.id)
                     variant = override.name if override else None
                     if (leg, variant) not in envs:
                         envs[(leg, variant)] = self.builder.ensure(sf, variant)
-                    tasks.append(Task(leg, m, repeat, envs[(leg, variant)], prepared[m.id], stack_env=sf.stack.env))
+                    tasks.append(Task(leg, m, repeat, envs[(leg, variant)], resolved.prepared[m.id],
+                                      stack_env=sf.stack.env))
         return tasks
 
     def run(self, opts: SweepOptions) -> tuple[Path, list[TaskOutcome]]:
@@ -104,11 +117,13 @@ class Sweep:
             raise AblationError(f"run '{run_id}' already exists in {run_dir}; pass --resume {run_id} to continue it")
         if opts.resume:
             self._check_resume_matches(run_dir, opts)
+        resolved = self.validate(opts)
         with host_lock(opts.lock_path, run_id, opts.wait_for_lock, log=self.log):
-            return self._run_locked(opts, run_id, run_dir)
+            return self._run_locked(opts, run_id, run_dir, resolved)
 
-    def _run_locked(self, opts: SweepOptions, run_id: str, run_dir: Path) -> tuple[Path, list[TaskOutcome]]:
-        tasks = self.plan(opts)
+    def _run_locked(self, opts: SweepOptions, run_id: str, run_dir: Path,
+                    resolved: Resolved) -> tuple[Path, list[TaskOutcome]]:
+        tasks = self.plan(opts, resolved)
         ctx = RunContext(run_id, run_dir, opts.scenarios, self.machine,
                          timeout_override_s=opts.timeout_override_s, log=self.log)
         if opts.harness or self.harness:

@@ -99,3 +99,21 @@ def test_fingerprint_changes_with_pins_and_patches_only(tmp_path):
     with_patch = stack_fingerprint(load_stack_file(path), None, patches)
     (patches / "p.patch").write_text("--- a/six.py\n+++ b/six.py\n")
     assert stack_fingerprint(load_stack_file(path), None, patches) != with_patch
+
+
+def test_model_that_does_not_exist_is_one_line_naming_the_field(cli, tmp_path):
+    table = tmp_path / "t.yaml"
+    table.write_text("name: t\nworkloads:\n"
+                     "  mixed: {kind: throughput, num_prompts: 1, input_len: {min: 1, max: 1}, output_len: 1}\n"
+                     "models:\n  - {id: org/missing, source: {path: no-such-dir}, workloads: [mixed]}\n")
+    line = one_line_error(cli("run", "--leg", "0.29-cpu", "--scenarios", str(table), "--results",
+                              str(tmp_path / "results")))
+    assert f"{table}: field 'models.0.source.path'" in line and "has no config.json" in line
+    assert not (tmp_path / "results").exists()
+
+
+def test_malformed_scenario_table_is_one_line(cli, tmp_path):
+    table = tmp_path / "t.yaml"
+    table.write_text("name: t\nworkloads:\n  mixed: {kind: throughput, num_prompts: 0, output_len: 1}\nmodels: []\n")
+    line = one_line_error(cli("run", "--leg", "0.29-cpu", "--scenarios", str(table)))
+    assert str(table) in line and "field 'workloads.mixed" in line
