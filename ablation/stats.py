@@ -72,17 +72,19 @@ def compare_samples(old: list[float], new: list[float], higher_is_better: bool,
 
 
 def relative_uncertainty(values: list[float], noise_band: float = NOISE_BAND) -> float:
-    """Median absolute deviation / median with repeats; the noise band without them."""
+    """Half the range over the median with repeats (with three values a MAD can be ~0 by
+    chance: two close values hide a far third); the noise band without repeats."""
     if len(values) >= MIN_REPEATS:
         med = statistics.median(values)
-        mad = statistics.median(abs(v - med) for v in values)
-        return max(mad / med if med else 0.0, 1e-4)
+        half_range = (max(values) - min(values)) / 2
+        return max(half_range / med if med else 0.0, 1e-4)
     return noise_band
 
 
 def significant_digits(rel_uncertainty: float) -> int:
-    """Digits worth printing: 5% -> 3, 0.5% -> 4, never fewer than 2 or more than 5."""
-    return max(2, min(5, math.ceil(-math.log10(rel_uncertainty)) + 1))
+    """Digits worth printing: 5% -> 3, 0.5% -> 4; never fewer than 2, never more than 4
+    (three repeats that happen to agree closely do not establish a fifth digit)."""
+    return max(2, min(4, math.ceil(-math.log10(rel_uncertainty)) + 1))
 
 
 def round_sig(value: float, digits: int) -> float:

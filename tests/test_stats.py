@@ -42,7 +42,8 @@ def test_bootstrap_is_reproducible():
 def test_precision_follows_uncertainty():
     assert significant_digits(0.05) == 3 and significant_digits(0.005) == 4 and significant_digits(0.5) == 2
     assert format_measure(12779.0, 0.05) == "12,800"
-    assert format_measure(12779.0, 0.0005) == "12,779"
+    assert format_measure(12779.0, 0.0005) == "12,780"  # capped at 4 digits
+    assert format_measure(9388.83, 0.0001) == "9,389"
     assert format_measure(0.2437, 0.05) == "0.244"
     assert format_measure(None, 0.05) == "—"
 
