@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -39,7 +39,6 @@ class Probe:
     values: list[float]
     estimate: RatioEstimate | None = None  # against good
     regressed: bool | None = None
-    derivation: list[str] = field(default_factory=list)
 
 
 def parse_threshold(text: str) -> float:
@@ -218,7 +217,7 @@ class Bisector:
                 rel = order[mid]
                 vals = self.measure(plan, [legs[order[0]], legs[rel]], table, f"probe-{rel}")
                 good_values += vals[legs[order[0]]]  # the good leg is re-measured beside every probe
-                probes[rel] = Probe(rel, legs[rel], vals[legs[rel]], derivation=derivations.get(rel, []))
+                probes[rel] = Probe(rel, legs[rel], vals[legs[rel]])
                 self.judge(plan, vals[legs[order[0]]], probes[rel])
                 if probes[rel].regressed:
                     hi = mid

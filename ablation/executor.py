@@ -113,7 +113,7 @@ def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
     return env
 
 
-def _base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
+def base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
     m = task.model
     record = {
         "schema": RESULT_SCHEMA,
@@ -214,7 +214,7 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
     else:
         files = layout.TaskFiles(layout.task_dir(ctx.run_dir, task.leg, task.model.slug), task.repeat, attempt)
     files.directory.mkdir(parents=True, exist_ok=True)
-    record = _base_record(task, ctx, files)
+    record = base_record(task, ctx, files)
     started = time.time()
     record["started_at"] = started
     ctx.event("task_start", task_id=task.task_id, attempt=files.attempt, results=str(files.results))

@@ -7,16 +7,19 @@ import os
 from pathlib import Path
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
+def write_bytes_atomic(path: Path, content: bytes) -> None:
     """Write to a temp file in the same directory, fsync, then rename over the target."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.{os.getpid()}")
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-        f.write("\n")
+    with open(tmp, "wb") as f:
+        f.write(content)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    write_bytes_atomic(path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode())
 
 
 def append_jsonl(path: Path, event: dict) -> None:

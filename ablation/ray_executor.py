@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ablation import layout
-from ablation.executor import RunContext, Task, TaskOutcome, describe, run_task
-from ablation.jsonio import append_jsonl, write_json_atomic
+from ablation.errors import AblationError
+from ablation.executor import RunContext, Task, TaskOutcome, base_record, describe, run_task
+from ablation.jsonio import append_jsonl, read_jsonl, write_bytes_atomic, write_json_atomic
 
 NODE_RESOURCE = "ablation_node"
 MAX_NODE_LOST_RETRIES = 1
@@ -43,8 +44,6 @@ class RemoteResult:
 
 def _execute_on_node(task: Task, ctx: RunContext, attempt: int) -> RemoteResult:
     """Body of the Ray task: run in a node-local scratch run dir, return what it wrote."""
-    import json
-
     import ray
 
     node = ray.get_runtime_context().get_node_id()
@@ -55,7 +54,7 @@ def _execute_on_node(task: Task, ctx: RunContext, attempt: int) -> RemoteResult:
         outcome = run_task(task, scratch, attempt=attempt)
         task_dir = outcome.results_path.parent
         files = {p.name: p.read_bytes() for p in task_dir.iterdir() if p.is_file()}
-        events = [json.loads(line) for line in scratch.events.read_text().splitlines() if line.strip()]
+        events = read_jsonl(scratch.events)
     for e in events:
         e["node"] = node
     return RemoteResult(node, outcome.status, outcome.cause, outcome.duration_s, files, events)
@@ -70,8 +69,6 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
     gpus = ray.cluster_resources().get("GPU", 0)
     nodes = ray.cluster_resources().get(NODE_RESOURCE, 0)
     if nodes < 1:
-        from ablation.errors import AblationError
-
         raise AblationError(f"Ray cluster at {address} has no node with the '{NODE_RESOURCE}' resource; start "
                             f"workers with --resources '{{\"{NODE_RESOURCE}\": 1}}'")
     remote = ray.remote(max_retries=0)(_execute_on_node)
@@ -111,13 +108,7 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
                 ctx.event("task_retry", task_id=task.task_id, attempt=files2.attempt, reason="node-lost")
         else:
             for name, content in result.files.items():
-                target = files.directory / name
-                if name.endswith(".json"):
-                    tmp = target.with_name(f".{name}.tmp")
-                    tmp.write_bytes(content)
-                    tmp.replace(target)
-                else:
-                    target.write_bytes(content)
+                write_bytes_atomic(files.directory / name, content)
             for e in result.events:
                 append_jsonl(ctx.events, e)
             outcome = TaskOutcome(task.task_id, result.status, result.cause, files.results, result.duration_s)
@@ -130,12 +121,11 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
 
 def _record_failure(ctx: RunContext, task: Task, files: layout.TaskFiles, submitted: float, cls: str,
                     signature: str) -> TaskOutcome:
-    from ablation.executor import _base_record
-
-    record = _base_record(task, ctx, files)
+    record = base_record(task, ctx, files)
     cause = {"class": cls, "signature": signature}
-    record.update(status="FAIL", cause=cause, started_at=submitted, finished_at=time.time(), workloads={},
-                  duration_s=round(time.time() - submitted, 2), executor="ray")
+    now = time.time()
+    record.update(status="FAIL", cause=cause, started_at=submitted, finished_at=now, workloads={},
+                  duration_s=round(now - submitted, 2), executor="ray")
     write_json_atomic(files.results, record)
     ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status="FAIL", cause=cause)
-    return TaskOutcome(task.task_id, "FAIL", cause, files.results, time.time() - submitted)
+    return TaskOutcome(task.task_id, "FAIL", cause, files.results, now - submitted)

@@ -7,6 +7,7 @@ so a typo never costs a half-finished run.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -164,8 +165,6 @@ class Sweep:
         manifest_path = run_dir / "MANIFEST.json"
         if not manifest_path.is_file():
             return
-        import json
-
         manifest = json.loads(manifest_path.read_text())
         recorded = manifest.get("scenario_table", {}).get("sha256")
         if recorded and recorded != opts.scenarios.sha256:
