@@ -166,6 +166,19 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
     return table
 
 
+def status_by_cell(rs: ResultSet) -> dict[tuple[str, str], tuple[str, str]]:
+    """(model, leg) -> (status, detail) from the latest attempts; a model passes on a leg
+    if the latest attempt of any repeat passed. detail: the failure class or the skip reason."""
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for r in latest_attempts(rs.results):
+        key = (r.model_id, r.leg)
+        if out.get(key, ("",))[0] == "PASS":
+            continue
+        detail = (r.cause or {}).get("class", "") if r.status == "FAIL" else (r.skip_reason or "")
+        out[key] = (r.status, detail)
+    return out
+
+
 def coverage_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
     legs = legs or rs.legs()
     latest = latest_attempts(rs.results)
@@ -173,12 +186,9 @@ def coverage_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
     skipped = sorted({r.model_id for r in latest if r.status == "SKIP"})
     denominator = [m for m in models if m not in skipped]
     table = Table("Coverage", ["leg", "passing", "failed", "skipped", "not run"], [])
+    cells = status_by_cell(rs)
     for leg in legs:
-        status: dict[str, str] = {}
-        for r in latest:
-            if r.leg == leg and r.status != "SKIP":
-                # A model passes on a leg if its latest attempt of any repeat passed.
-                status[r.model_id] = "PASS" if r.status == "PASS" or status.get(r.model_id) == "PASS" else r.status
+        status = {model: st for (model, cell_leg), (st, _) in cells.items() if cell_leg == leg}
         passing = [m for m in denominator if status.get(m) == "PASS"]
         failed = [m for m in denominator if status.get(m) == "FAIL"]
         not_run = [m for m in denominator if m not in status]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 
-from ablation.compare import MISSING, Table, collect, latest_attempts, leg_pairs, pair_label, row_order
+from ablation.compare import MISSING, Table, collect, leg_pairs, pair_label, row_order, status_by_cell
 from ablation.errors import AblationError
 from ablation.results import ResultSet, sort_legs
 
@@ -76,18 +76,6 @@ def _speedup(old: list[float], new: list[float], kind: str) -> float:
     return mn / mo if kind == "throughput" else mo / mn
 
 
-def _status(rs: ResultSet) -> dict[tuple[str, str], tuple[str, str]]:
-    """(model, leg) -> (status, detail) from the latest attempts; PASS wins across repeats."""
-    out: dict[tuple[str, str], tuple[str, str]] = {}
-    for r in latest_attempts(rs.results):
-        key = (r.model_id, r.leg)
-        if out.get(key, ("",))[0] == "PASS":
-            continue
-        detail = (r.cause or {}).get("class", "") if r.status == "FAIL" else (r.skip_reason or "")
-        out[key] = (r.status, detail)
-    return out
-
-
 def _verdict(sa: str, sb: str, names: tuple[str, str]) -> str:
     if sa == "FAIL" and sb == "FAIL":
         return "both"
@@ -103,7 +91,7 @@ def _verdict(sa: str, sb: str, names: tuple[str, str]) -> str:
 
 
 def failure_attribution(a: ResultSet, b: ResultSet, names: tuple[str, str]) -> Table:
-    st_a, st_b = _status(a), _status(b)
+    st_a, st_b = status_by_cell(a), status_by_cell(b)
     table = Table(f"Failure attribution: {names[0]} vs {names[1]}",
                   ["model", "leg", names[0], names[1], "verdict"], [])
     for key in sorted(set(st_a) | set(st_b)):
