@@ -75,6 +75,7 @@ class Stack(BaseModel):
     exclude: dict[str, str] = Field(default_factory=dict, description="package -> why it is kept out")
     find_links: list[str] = Field(default_factory=list)
     index_url: str | None = None
+    no_index: bool = Field(False, description="consult find_links only (a machine that reaches no registry)")
     extra_index_urls: list[str] = Field(default_factory=list)
     overrides: list[Override] = Field(default_factory=list)
     patches: list[str] = Field(default_factory=list)
@@ -104,9 +105,11 @@ class Stack(BaseModel):
         args: list[str] = []
         for link in self.find_links:
             args += ["--find-links", link]
-        if self.index_url:
+        if self.no_index:
+            args.append("--no-index")
+        elif self.index_url:
             args += ["--index-url", self.index_url]
-        for url in self.extra_index_urls:
+        for url in [] if self.no_index else self.extra_index_urls:
             args += ["--extra-index-url", url]
         return args
 
@@ -182,6 +185,7 @@ def stack_fingerprint(sf: StackFile, variant: str | None, patches_dir: Path) -> 
         "exclude": sorted(s.exclude),
         "find_links": s.find_links,
         "index_url": s.index_url,
+        "no_index": s.no_index,
         "extra_index_urls": s.extra_index_urls,
         "patches": {p: hashlib.sha256((patches_dir / p).read_bytes()).hexdigest() for p in s.patches},
     }

@@ -251,7 +251,9 @@ class VenvBuilder:
             if self.uv:
                 argv = [self.uv, "pip", "install", "--python", str(python), "--link-mode", "copy", "--no-deps"]
             else:
-                argv = [system, "-m", "pip", "install", "--prefix", str(path), "--no-deps"]
+                # --target, not --prefix: a distribution-patched interpreter (Debian's) maps
+                # --prefix to <prefix>/local/..., which the venv would not see.
+                argv = [system, "-m", "pip", "install", "--no-deps", "--no-compile", "--target", str(site)]
             self._run(argv + ["-r", str(req)] + s.source_args(), log_file, "packages", sf)
         now = _visible_versions(python)
         wrong = {n: now.get(_canon(n)) for n, v in pins.items() if now.get(_canon(n)) != v}

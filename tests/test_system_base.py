@@ -73,3 +73,23 @@ def test_system_base_needs_an_interpreter(tmp_path):
     with pytest.raises(AblationError) as exc:
         build(tmp_path, STACK.replace("system_python: {python}\n", "").format(version="3.11"))
     assert "needs system_python" in str(exc.value)
+
+
+def test_offline_overlay_without_uv_from_find_links(tmp_path, system_python):
+    """The lent GPU machine has no uv and no registry: pip, --no-index, staged wheels only."""
+    wheels = tmp_path / "wheels"
+    subprocess.run([find_uv(), "pip", "install", "-q", "--python", str(system_python), "pip"], check=True)
+    subprocess.run([str(system_python), "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels),
+                    "packaging==24.1"], check=True)
+    text = STACK.format(python=system_python, version="3.11") + f"find_links: [{wheels}]\nno_index: true\n"
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "stacks" / "sys.yaml").write_text(text)
+    builder = VenvBuilder(tmp_path / "venvs", tmp_path / "patches", log=lambda m: None)
+    builder.uv = None  # as on the device: the pip fallback
+    env = builder.ensure(load_stack_file(tmp_path / "stacks" / "sys.yaml"))
+    assert env.manifest["overlay"] == ["packaging"]
+    assert where(env.python, "packaging").startswith(str(env.path))
+    log = (env.path / "build.log").read_text()
+    assert "--no-index" in log and "--index-url" not in log
+    assert "packaging==24.1" in (env.path / "lock.txt").read_text()
