@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import platform
 import shutil
 import subprocess
@@ -33,6 +34,16 @@ LOCK = "lock.txt"
 def default_venv_root() -> Path:
     """Under the user cache so venvs survive between CI runs on one machine."""
     return cache_path("ABLATION_VENV_ROOT", "venvs")
+
+
+def leg_env() -> dict[str, str]:
+    """The environment for processes that build or inspect a leg.
+
+    Without the runner's PYTHONPATH/PYTHONHOME: on the GPU machine the runner gets
+    pydantic through PYTHONPATH, and a pip or probe that inherits it sees packages
+    the leg does not have (seen on the H200: pydantic counted as present, so not
+    overlaid, and vLLM then failed to import it)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
 
 
 def find_uv() -> str | None:
@@ -70,6 +81,7 @@ def _site_packages(python: Path) -> Path:
         capture_output=True,
         text=True,
         check=True,
+        env=leg_env(),
     )
     return Path(out.stdout.strip())
 
@@ -114,7 +126,7 @@ class VenvBuilder:
     def _run(self, argv: list[str], log_file, what: str, sf: StackFile) -> None:
         log_file.write(f"$ {' '.join(argv)}\n")
         log_file.flush()
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=leg_env())
         log_file.write(proc.stdout)
         log_file.flush()
         if proc.returncode != 0:
@@ -158,13 +170,14 @@ class VenvBuilder:
             "python_executable": str(python),
             "python_version": subprocess.run(
                 [str(python), "-c", "import platform; print(platform.python_version())"],
-                capture_output=True, text=True, check=True,
+                capture_output=True, text=True, check=True, env=leg_env(),
             ).stdout.strip(),
             "pins": pins,
             "packages": _parse_freeze(lock_text),
             "excluded": s.exclude,
             "find_links": s.find_links,
             "index_url": s.index_url,
+            "no_index": s.no_index,
             "extra_index_urls": s.extra_index_urls,
             "patches": patches,
             "lock_sha256": hashlib.sha256(lock_text.encode()).hexdigest(),
@@ -183,7 +196,7 @@ class VenvBuilder:
     def _installer_version(self) -> str:
         if not self.uv:
             return f"pip (python {sys.version.split()[0]})"
-        return subprocess.run([self.uv, "--version"], capture_output=True, text=True).stdout.strip()
+        return subprocess.run([self.uv, "--version"], capture_output=True, text=True, env=leg_env()).stdout.strip()
 
     def _create_and_install(self, sf: StackFile, path: Path, pins: dict[str, str], log_file) -> Path:
         s = sf.stack
@@ -208,7 +221,8 @@ class VenvBuilder:
                 python = path / "bin" / "python"
                 self._run([str(python), "-m", "pip", "install", "-r", str(req)] + source_args, log_file, "packages", sf)
                 for name in sorted(s.exclude):
-                    subprocess.run([str(python), "-m", "pip", "uninstall", "-y", name], capture_output=True)
+                    subprocess.run([str(python), "-m", "pip", "uninstall", "-y", name], capture_output=True,
+                                   env=leg_env())
         except AblationError:
             shutil.rmtree(path, ignore_errors=True)
             raise
@@ -230,7 +244,7 @@ class VenvBuilder:
         system = shutil.which(s.system_python) or s.system_python
         probe = subprocess.run([system, "-c", "import json, platform, sysconfig; p = sysconfig.get_paths(); "
                                 "print(json.dumps([platform.python_version(), p['purelib'], p['platlib']]))"],
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, env=leg_env())
         if probe.returncode != 0:
             raise AblationError(f"{sf.path}: field 'system_python': {s.system_python} does not run")
         version, purelib, platlib = json.loads(probe.stdout)
@@ -279,7 +293,7 @@ class VenvBuilder:
             argv = [self.uv, "pip", "freeze", "--python", str(python)]
         else:
             argv = [str(python), "-m", "pip", "freeze", "--all"]
-        proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+        proc = subprocess.run(argv, capture_output=True, text=True, check=True, env=leg_env())
         return proc.stdout
 
 
@@ -287,15 +301,16 @@ def _canon(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
+# In sys.path order (a list, not a dict: the first of two installs is the one imported).
 _LIST_DISTS = ("import importlib.metadata as m, json; "
-               "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions() if d.metadata['Name']}))")
+               "print(json.dumps([[d.metadata['Name'], d.version] for d in m.distributions() if d.metadata['Name']]))")
 
 
 def _visible_versions(python: Path) -> dict[str, str]:
     """Every distribution the interpreter can import, by canonical name (first on sys.path wins)."""
-    out = subprocess.run([str(python), "-c", _LIST_DISTS], capture_output=True, text=True, check=True)
+    out = subprocess.run([str(python), "-c", _LIST_DISTS], capture_output=True, text=True, check=True, env=leg_env())
     seen: dict[str, str] = {}
-    for name, version in json.loads(out.stdout).items():
+    for name, version in json.loads(out.stdout):
         seen.setdefault(_canon(name), version)
     return seen
 

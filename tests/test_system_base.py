@@ -75,21 +75,35 @@ def test_system_base_needs_an_interpreter(tmp_path):
     assert "needs system_python" in str(exc.value)
 
 
-def test_offline_overlay_without_uv_from_find_links(tmp_path, system_python):
-    """The lent GPU machine has no uv and no registry: pip, --no-index, staged wheels only."""
-    wheels = tmp_path / "wheels"
-    subprocess.run([find_uv(), "pip", "install", "-q", "--python", str(system_python), "pip"], check=True)
-    subprocess.run([str(system_python), "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels),
-                    "packaging==24.1"], check=True)
-    text = STACK.format(python=system_python, version="3.11") + f"find_links: [{wheels}]\nno_index: true\n"
+def test_offline_overlay_without_uv_from_find_links(tmp_path, system_python, monkeypatch):
+    """As on the lent H200: no uv, no registry (pip, --no-index, staged wheels), an interpreter
+    that holds one pinned package at another version, and a runner that gets a package
+    through PYTHONPATH. Both failed there before: the version check read the interpreter's
+    copy instead of the overlay's, and the PYTHONPATH copy was counted as the leg's."""
+    wheels, runner_site = tmp_path / "wheels", tmp_path / "runner-site"
+    uv = find_uv()
+    interp = tmp_path / "interp"
+    subprocess.run([uv, "venv", "-q", "--python", "3.11", str(interp)], check=True)
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(interp / "bin/python"), "pip", "six==1.16.0",
+                    "packaging==23.2"], check=True)
+    subprocess.run([uv, "pip", "install", "-q", "--target", str(runner_site), "annotated-types==0.7.0"], check=True)
+    subprocess.run([str(interp / "bin/python"), "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels),
+                    "packaging==24.1", "annotated-types==0.7.0"], check=True)
+    text = STACK.format(python=interp / "bin/python", version="3.11")
+    text += f'  annotated-types: "0.7.0"\nfind_links: [{wheels}]\nno_index: true\n'
     (tmp_path / "stacks").mkdir()
     (tmp_path / "patches").mkdir()
     (tmp_path / "stacks" / "sys.yaml").write_text(text)
     builder = VenvBuilder(tmp_path / "venvs", tmp_path / "patches", log=lambda m: None)
     builder.uv = None  # as on the device: the pip fallback
+    monkeypatch.setenv("PYTHONPATH", str(runner_site))
     env = builder.ensure(load_stack_file(tmp_path / "stacks" / "sys.yaml"))
-    assert env.manifest["overlay"] == ["packaging"]
+    assert env.manifest["from_system"] == ["six"]
+    assert env.manifest["overlay"] == ["annotated-types", "packaging"]
+    monkeypatch.delenv("PYTHONPATH")
     assert where(env.python, "packaging").startswith(str(env.path))
+    assert where(env.python, "annotated_types").startswith(str(env.path))
     log = (env.path / "build.log").read_text()
     assert "--no-index" in log and "--index-url" not in log
-    assert "packaging==24.1" in (env.path / "lock.txt").read_text()
+    lock = (env.path / "lock.txt").read_text()
+    assert "packaging==24.1" in lock and "packaging==23.2" not in lock
