@@ -104,8 +104,12 @@ def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
     env = dict(os.environ)
     env.update(task.stack_env)
     env.update(ctx.extra_env)
-    # Compiled-graph caches are per leg: one leg must never reuse another's artifacts.
+    # Compiled-graph and JIT caches are per leg: one leg must never reuse another's artifacts.
+    # FlashInfer otherwise builds its JIT kernels under ~/.cache/flashinfer (seen on the H200:
+    # ~95 s of a first start-up) and Triton under ~/.triton, both shared by every leg.
     env["VLLM_CACHE_ROOT"] = str(task.env.path / "vllm-cache")
+    env["FLASHINFER_WORKSPACE_BASE"] = str(task.env.path / "jit-cache")
+    env["TRITON_CACHE_DIR"] = str(task.env.path / "jit-cache" / "triton")
     env["PYTHONUNBUFFERED"] = "1"
     # The harness must not see the runner's own packages.
     env.pop("PYTHONPATH", None)

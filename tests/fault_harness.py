@@ -57,6 +57,14 @@ def main():
         with open(os.path.join(os.path.dirname(task["output_path"]), "child.pid"), "w") as f:
             f.write(str(child.pid))
         time.sleep(3600)
+    elif mode == "env-dump":
+        # What vLLM's worker processes would inherit: a child reports its own environment.
+        code = "import json, os; print(json.dumps(dict(os.environ)))"
+        child_env = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                              check=True).stdout)
+        with open(os.path.join(os.path.dirname(task["output_path"]), "env.json"), "w") as f:
+            json.dump({"harness": dict(os.environ), "worker": child_env}, f)
+        write(task, result(task))
     elif mode == "garbage":
         write(task, "{this is not json")
     elif mode == "failed-checks":

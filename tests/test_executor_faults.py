@@ -22,7 +22,7 @@ from ablation.venvs import LegEnv
 from conftest import FAULT_HARNESS
 
 
-MODES = ["ok", "segfault", "hang", "garbage", "failed-checks", "nan", "cutlass", "oom", "exit0-nothing"]
+MODES = ["ok", "segfault", "hang", "garbage", "failed-checks", "nan", "cutlass", "oom", "exit0-nothing", "env-dump"]
 
 
 @pytest.fixture
@@ -47,11 +47,12 @@ def fake_env(tmp_path) -> LegEnv:
     return LegEnv("fault-leg", None, tmp_path / "venv", Path(sys.executable), manifest)
 
 
-def run_mode(mode, tmp_path, scenario_file, timeout=None):
+def run_mode(mode, tmp_path, scenario_file, timeout=None, stack_env=None):
     ctx = RunContext("r1", tmp_path / "results" / "r1", scenario_file, probe(), harness=FAULT_HARNESS,
                      timeout_override_s=timeout, log=lambda m: None)
     spec = scenario_file.table.model(f"fault/{mode}")
-    task = Task("fault-leg", spec, 1, fake_env(tmp_path), prepare_model(spec, scenario_file, tmp_path))
+    task = Task("fault-leg", spec, 1, fake_env(tmp_path), prepare_model(spec, scenario_file, tmp_path),
+                stack_env=stack_env or {})
     outcome = run_task(task, ctx)
     return outcome, json.loads(outcome.results_path.read_text()), ctx
 
@@ -100,3 +101,20 @@ def test_rerun_is_a_new_attempt_never_an_overwrite(tmp_path, scenario_file):
     assert first.results_path.name == "results.json" and third.results_path.name == "results.r1a2.json"
     assert json.loads(first.results_path.read_text()) == rec1
     assert rec3["attempt"] == 2 and (third.results_path.parent / "run.r1a2.log").is_file()
+
+
+def test_stack_env_and_per_leg_caches_reach_the_workers(tmp_path, scenario_file, monkeypatch):
+    """NVLink multicast must stay off in vLLM's workers too (the GPU machines require it), and
+    compile/JIT caches must be the leg's own, not ~/.cache shared by every leg."""
+    monkeypatch.setenv("PYTHONPATH", "/runner/only")
+    multicast_off = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+    outcome, record, ctx = run_mode("env-dump", tmp_path, scenario_file, stack_env=multicast_off)
+    assert outcome.status == "PASS"
+    dumped = json.loads((outcome.results_path.parent / "env.json").read_text())
+    venv = str(tmp_path / "venv")
+    for who in ("harness", "worker"):
+        env = dumped[who]
+        assert {k: env.get(k) for k in multicast_off} == multicast_off, who
+        for var in ("VLLM_CACHE_ROOT", "FLASHINFER_WORKSPACE_BASE", "TRITON_CACHE_DIR"):
+            assert env[var].startswith(venv), (who, var, env[var])
+        assert "PYTHONPATH" not in env, who
