@@ -203,7 +203,7 @@ def coverage_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
     else:
         table.note = f"The denominator is every model in the results ({len(models)}); none was skipped."
     if rs.warnings:
-        table.note += f" {len(rs.warnings)} result file(s) unreadable, counted as not run (see warnings)."
+        table.note += f" {len(rs.warnings)} note(s) about unreadable or excluded results: see the warnings."
     return table
 
 

@@ -128,7 +128,7 @@ def test_corrupt_and_partial_files_are_named_never_dropped_silently(tmp_path):
     assert proc.returncode == 0
     assert f"warning: {bad}: not valid JSON" in proc.stderr
     assert f"warning: {partial}: missing or malformed field" in proc.stderr
-    assert "WARNING:" in proc.stdout and "2 result file(s) unreadable, counted as not run" in proc.stdout
+    assert "WARNING:" in proc.stdout and "2 note(s) about unreadable or excluded results" in proc.stdout
 
 
 def test_mismatched_scenario_tables_are_flagged(tmp_path):
