@@ -185,8 +185,9 @@ def stack_fingerprint(sf: StackFile, variant: str | None, patches_dir: Path) -> 
         "exclude": sorted(s.exclude),
         "find_links": s.find_links,
         "index_url": s.index_url,
-        "no_index": s.no_index,
         "extra_index_urls": s.extra_index_urls,
         "patches": {p: hashlib.sha256((patches_dir / p).read_bytes()).hexdigest() for p in s.patches},
     }
+    if s.no_index:  # only when set, so stacks written before the field keep their fingerprint
+        material["no_index"] = True
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()

@@ -25,7 +25,8 @@ def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
     out = stage(here, "split", "--part-bytes", str(1_000_000))
     assert out.returncode == 0, out.stderr
     parts = sorted((here / ".stage/parts").iterdir())
-    assert len(parts) == 4  # 3.5 MB in four pieces; the small wheel shares the last part
+    assert len(parts) == 4  # 3.5 MB + 1 kB as one stream: four parts, no part left half empty
+    assert [len(list(p.glob("*.piece*"))) for p in parts] == [1, 1, 1, 2]
     for p in parts:
         assert sum(f.stat().st_size for f in p.glob("*.piece*")) <= 1_000_000
     # each part travels in its own call and is received on the device
@@ -38,8 +39,23 @@ def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
     assert (device / ".stage/wheels/big-1.0-py3-none-any.whl").read_bytes() == big
     assert (device / ".stage/wheels/small-1.0-py3-none-any.whl").read_bytes() == small
     # a missing piece (a call that never arrived) is caught by size and sha256
-    next((device / ".stage/recv").glob("big-*.piece002")).unlink()
+    sorted((device / ".stage/recv").glob("big-*.piece*"))[2].unlink()
     shutil.rmtree(device / ".stage/wheels")
     refused = stage(device, "assemble")
     assert refused.returncode != 0 and "big-1.0-py3-none-any.whl" in refused.stderr
     assert not (device / ".stage/wheels/big-1.0-py3-none-any.whl").exists()
+
+
+def test_download_stages_only_the_pins_the_image_lacks(tmp_path):
+    """--stack/--system-freeze: what is staged is exactly what the overlay will install there."""
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("device_stage", str(SCRIPT))
+    stage_mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("device_stage", loader))
+    loader.exec_module(stage_mod)
+    (tmp_path / "leg.yaml").write_text('packages:\n  torch: "2.11.0"\n  vllm: "0.26.0"\n  setuptools: "80.10.2"\n'
+                                       '  Typing_Extensions: "4.16.0"\n')
+    (tmp_path / "freeze.txt").write_text("torch==2.11.0\nsetuptools==81.0.0\ntyping_extensions==4.16.0\n")
+    assert stage_mod.stack_overlay(str(tmp_path / "leg.yaml"), str(tmp_path / "freeze.txt")) == [
+        "vllm==0.26.0", "setuptools==80.10.2"]
