@@ -8,6 +8,8 @@ machine cannot run that must come back SKIP with its reason, never absent.
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import pytest
 
@@ -122,3 +124,56 @@ def test_dummy_weights_without_tokenizer_run_like_the_gpu_tables(real_run):
     rec = json.loads((root / "results/t" / LEG / "tiny-dummy-no-tokenizer/results.json").read_text())
     assert rec["status"] == "PASS", rec.get("cause")
     assert rec["workloads"]["mixed"]["total_output_tokens"] == 24 * 32
+
+
+TP2_TABLE = """\
+name: vllm-cpu-tp2
+seed: 0
+timeout_s: 900
+workloads:    # far more work than fits in the timeout: the kill must land mid-run
+  mixed: {kind: throughput, num_prompts: 4000, input_len: {min: 64, max: 256}, output_len: 256}
+models:
+  - id: tiny-llama-2L
+    source: {generate: tiny-llama, seed: 0}
+    tp: 2
+    dtype: bfloat16
+    max_model_len: 1024
+    engine_args: {kv_cache_memory_bytes: 268435456}
+    workloads: [mixed]
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.vllm
+def test_tp2_timeout_kills_the_engine_and_every_worker(tmp_path):
+    """tensor-parallel 2 is three vLLM processes under the harness (engine core, two TP
+    workers); a timeout must leave none of them running. Real vllm-cpu, real gloo TP."""
+    stacks = tmp_path / "stacks"
+    stacks.mkdir()
+    # The leg's stack, with one change to the harness environment only (the venv is the same):
+    # vllm-cpu's "auto" binding wants one NUMA node per TP rank; this machine has one.
+    text = (REPO / "stacks" / f"{LEG}.yaml").read_text()
+    (stacks / f"{LEG}.yaml").write_text(text.replace('VLLM_CPU_OMP_THREADS_BIND: "auto"',
+                                                     'VLLM_CPU_OMP_THREADS_BIND: "0|1"'))
+    assert '"0|1"' in (stacks / f"{LEG}.yaml").read_text()
+    (tmp_path / "table.yaml").write_text(TP2_TABLE)
+    proc = run_cli("--stacks-dir", str(stacks), "run", "--leg", LEG, "--scenarios", str(tmp_path / "table.yaml"),
+                   "--results", str(tmp_path / "results"), "--run-id", "k", "--timeout", "110")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    task_dir = tmp_path / "results/k" / LEG / "tiny-llama-2L"
+    rec = json.loads((task_dir / "results.json").read_text())
+    assert rec["status"] == "FAIL" and rec["cause"]["class"] == "timeout" and rec["tp"] == 2
+    log = (task_dir / "run.log").read_text()
+    workers = {int(p) for p in re.findall(r"\(Worker[^ )]* pid=(\d+)\)", log)}
+    engine = {int(p) for p in re.findall(r"\(EngineCore[^ )]* pid=(\d+)\)", log)}
+    assert len(workers) == 2, f"the kill came before vLLM started both TP workers; raise --timeout\n{log[-2000:]}"
+    assert engine and not (workers | engine) & {os.getpid()}
+    survivors = sorted(p for p in workers | engine if _alive(p))
+    assert not survivors, f"vLLM processes outlived the timeout kill: {survivors}"
