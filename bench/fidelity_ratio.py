@@ -29,7 +29,7 @@ def main() -> None:
     harness = w.get("samples") or [w["value"]]
     ratio = statistics.median(harness) / statistics.median(hand)
     overlap = min(harness) <= max(hand) and min(hand) <= max(harness)
-    print(f"| | passes (output tok/s) | median |\n|---|---|---|")
+    print("| | passes (output tok/s) | median |\n|---|---|---|")
     print(f"| harness ({args.workload}) | {', '.join(f'{x:,.0f}' for x in harness)} | {statistics.median(harness):,.0f} |")
     print(f"| hand-written LLM.generate | {', '.join(f'{x:,.0f}' for x in hand)} | {statistics.median(hand):,.0f} |")
     print(f"\nratio harness / hand = {ratio:.3f}; ranges {'overlap' if overlap else 'do not overlap'}")
