@@ -25,7 +25,7 @@ from ablation.logparse import FailureCause, attribute_failure, engine_facts_from
 from ablation.machine import Machine
 from ablation.models import PreparedModel
 from ablation.scenarios import ModelSpec, ScenarioFile
-from ablation.venvs import LegEnv
+from ablation.venvs import LegEnv, without_runner_python
 
 RESULT_SCHEMA = "vllm-ablation/result/1"
 HARNESS = Path(__file__).parent / "harness" / "vllm_harness.py"
@@ -101,9 +101,8 @@ def _kill_group(pgid: int) -> None:
 
 
 def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(task.stack_env)
-    env.update(ctx.extra_env)
+    # The harness must not see the runner's own packages (nor a stack's PYTHONPATH).
+    env = without_runner_python({**os.environ, **task.stack_env, **ctx.extra_env})
     # Compiled-graph and JIT caches are per leg: one leg must never reuse another's artifacts.
     # FlashInfer otherwise builds its JIT kernels under ~/.cache/flashinfer (seen on the H200:
     # ~95 s of a first start-up) and Triton under ~/.triton, both shared by every leg.
@@ -111,8 +110,6 @@ def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
     env["FLASHINFER_WORKSPACE_BASE"] = str(task.env.path / "jit-cache")
     env["TRITON_CACHE_DIR"] = str(task.env.path / "jit-cache" / "triton")
     env["PYTHONUNBUFFERED"] = "1"
-    # The harness must not see the runner's own packages.
-    env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
     return env
 

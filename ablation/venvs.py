@@ -36,14 +36,19 @@ def default_venv_root() -> Path:
     return cache_path("ABLATION_VENV_ROOT", "venvs")
 
 
-def leg_env() -> dict[str, str]:
-    """The environment for processes that build or inspect a leg.
+# The runner's own Python settings, which no process of a leg may inherit: on the GPU
+# machine the runner gets pydantic through PYTHONPATH, and a pip or probe that saw it
+# counted pydantic as present, so it was not overlaid and vLLM then failed to import it.
+RUNNER_PYTHON_VARS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
 
-    Without the runner's PYTHONPATH/PYTHONHOME: on the GPU machine the runner gets
-    pydantic through PYTHONPATH, and a pip or probe that inherits it sees packages
-    the leg does not have (seen on the H200: pydantic counted as present, so not
-    overlaid, and vLLM then failed to import it)."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+
+def without_runner_python(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k not in RUNNER_PYTHON_VARS}
+
+
+def leg_env() -> dict[str, str]:
+    """The environment for processes that build or inspect a leg."""
+    return without_runner_python(dict(os.environ))
 
 
 def find_uv() -> str | None:
