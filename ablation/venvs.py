@@ -155,8 +155,9 @@ class VenvBuilder:
         system_info: dict = {}
         with open(build_log, "w") as log_file:
             if s.base == "system":
-                python, system_info = self._overlay_on_system(sf, path, pins, log_file)
-                lock_text = _freeze_visible(python)
+                python, system_info, visible = self._overlay_on_system(sf, path, pins, log_file)
+                # The lock of a system-based leg: everything importable, system and overlay alike.
+                lock_text = "".join(f"{n}=={v}\n" for n, v in sorted(visible.items()))
             else:
                 python = self._create_and_install(sf, path, pins, log_file)
                 lock_text = self._freeze(python, log_file)
@@ -236,14 +237,16 @@ class VenvBuilder:
             (path.parent / f"{path.name}.excludes.txt").unlink(missing_ok=True)
         return python
 
-    def _overlay_on_system(self, sf: StackFile, path: Path, pins: dict[str, str], log_file) -> tuple[Path, dict]:
+    def _overlay_on_system(self, sf: StackFile, path: Path, pins: dict[str, str],
+                           log_file) -> tuple[Path, dict, dict[str, str]]:
         """A leg on an existing interpreter (a machine whose python already holds torch, say).
 
         The leg is a fresh venv whose site-packages comes first and which sees the
         interpreter's own site-packages through a .pth file (this works when that
         interpreter is itself a venv, where --system-site-packages would not). Pins the
         interpreter already satisfies are reused; the others are installed into the
-        venv without dependencies: the stack names the whole overlay.
+        venv without dependencies: the stack names the whole overlay. Returns the
+        interpreter, what the manifest records, and every visible distribution's version.
         """
         s = sf.stack
         system = shutil.which(s.system_python) or s.system_python
@@ -280,7 +283,7 @@ class VenvBuilder:
             detail = ", ".join(f"{n}=={pins[n]} (found {v or 'nothing'})" for n, v in wrong.items())
             raise AblationError(f"{sf.path}: field 'packages': after the overlay, {detail}")
         return python, {"system_python": s.system_python, "system_site_packages": sorted({purelib, platlib}),
-                        "from_system": sorted(set(pins) - set(overlay)), "overlay": sorted(overlay)}
+                        "from_system": sorted(set(pins) - set(overlay)), "overlay": sorted(overlay)}, now
 
     def _apply_patches(self, sf: StackFile, python: Path, log_file) -> list[dict]:
         applied = []
@@ -318,11 +321,6 @@ def _visible_versions(python: Path) -> dict[str, str]:
     for name, version in json.loads(out.stdout):
         seen.setdefault(_canon(name), version)
     return seen
-
-
-def _freeze_visible(python: Path) -> str:
-    """The lock of a system-based leg: everything importable, system and overlay alike."""
-    return "".join(f"{n}=={v}\n" for n, v in sorted(_visible_versions(python).items()))
 
 
 def _parse_freeze(text: str) -> dict[str, str]:
