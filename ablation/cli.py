@@ -116,6 +116,13 @@ def make_tiny_model(out_dir: Path, seed: int):
     click.echo(f"{out_dir}  sha256 {digest}")
 
 
+# Options that `run` and `bisect` share (both start sweeps).
+WAIT_OPT = click.option("--wait/--no-wait", default=False, show_default=True,
+                        help="if another sweep holds this machine: queue behind it, or refuse at once")
+HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                           help="(testing) replace the vLLM harness, e.g. with tests/fault_harness.py")
+
+
 @main.command("run")
 @click.option("--leg", "legs", multiple=True, help="leg to run (repeatable); see `ablation stacks list`")
 @click.option("--scenarios", "scenario_path", type=click.Path(path_type=Path), required=True)
@@ -125,13 +132,11 @@ def make_tiny_model(out_dir: Path, seed: int):
 @click.option("--resume", "resume_id", default=None, help="continue run RUN: redo only unfinished tasks")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--timeout", "timeout_s", type=float, default=None, help="per-task timeout override (s)")
-@click.option("--wait/--no-wait", default=False, show_default=True,
-              help="if another sweep holds this machine: queue behind it, or refuse at once")
+@WAIT_OPT
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: serial on this machine; ray: one task per node of an existing Ray cluster")
 @click.option("--address", "ray_address", default=None, help="Ray cluster address (with --executor ray)")
-@click.option("--harness", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="(testing) replace the vLLM harness, e.g. with tests/fault_harness.py")
+@HARNESS_OPT
 @click.pass_context
 @one_line_errors
 def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s, wait, executor, ray_address,
@@ -299,10 +304,8 @@ def report(paths, out_dir, other, names, threshold, legs, baseline, canonical_pa
 @click.option("--releases", default=None, help="comma-separated releases to consider [default: the index's]")
 @click.option("--out", "out_root", type=click.Path(path_type=Path), default=Path("results/bisect"),
               show_default=True)
-@click.option("--wait/--no-wait", default=False, show_default=True,
-              help="if another sweep holds this machine: queue behind it, or refuse at once")
-@click.option("--harness", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="(testing) replace the vLLM harness, e.g. with tests/fault_harness.py")
+@WAIT_OPT
+@HARNESS_OPT
 @click.pass_context
 @one_line_errors
 def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, releases, out_root, wait, harness):
