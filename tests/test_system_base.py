@@ -75,7 +75,7 @@ def test_system_base_needs_an_interpreter(tmp_path):
     assert "needs system_python" in str(exc.value)
 
 
-def test_offline_overlay_without_uv_from_find_links(tmp_path, system_python, monkeypatch):
+def test_offline_overlay_without_uv_from_find_links(tmp_path, monkeypatch):
     """As on the lent H200: no uv, no registry (pip, --no-index, staged wheels), an interpreter
     that holds one pinned package at another version, and a runner that gets a package
     through PYTHONPATH. Both failed there before: the version check read the interpreter's

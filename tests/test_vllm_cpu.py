@@ -8,7 +8,6 @@ machine cannot run that must come back SKIP with its reason, never absent.
 from __future__ import annotations
 
 import json
-import os
 import re
 
 import pytest
@@ -174,6 +173,6 @@ def test_tp2_timeout_kills_the_engine_and_every_worker(tmp_path):
     workers = {int(p) for p in re.findall(r"\(Worker[^ )]* pid=(\d+)\)", log)}
     engine = {int(p) for p in re.findall(r"\(EngineCore[^ )]* pid=(\d+)\)", log)}
     assert len(workers) == 2, f"the kill came before vLLM started both TP workers; raise --timeout\n{log[-2000:]}"
-    assert engine and not (workers | engine) & {os.getpid()}
+    assert engine, f"no EngineCore pid in vLLM's log\n{log[-2000:]}"
     survivors = sorted(p for p in workers | engine if _alive(p))
     assert not survivors, f"vLLM processes outlived the timeout kill: {survivors}"
