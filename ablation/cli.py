@@ -84,6 +84,27 @@ def stacks_show(ctx, leg: str):
         click.echo(json.dumps({"venv": str(env.path), "manifest": man}, indent=2))
 
 
+@stacks.command("env")
+@click.argument("leg")
+@click.pass_context
+@one_line_errors
+def stacks_env(ctx, leg: str):
+    """`export` lines for the environment the harness of LEG runs with (stack env, per-leg caches).
+
+    For a measurement made by hand in the leg's venv, e.g. bench/fidelity_offline.py:
+    `eval "$(ablation stacks env LEG)"` gives it the harness's environment exactly."""
+    import shlex
+
+    from ablation.executor import leg_process_env
+    from ablation.venvs import without_runner_python
+
+    sd, builder = _stacks(ctx), _builder(ctx)
+    sf = sd.load(leg)
+    env = without_runner_python({**sf.stack.env, **leg_process_env(builder.path_for(sf.leg))})
+    for name, value in env.items():
+        click.echo(f"export {name}={shlex.quote(value)}")
+
+
 @stacks.command("build")
 @click.argument("legs", nargs=-1, required=True)
 @click.option("--variant", default=None, help="build a per-model override variant")

@@ -100,16 +100,25 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
+def leg_process_env(venv: Path) -> dict[str, str]:
+    """What every vLLM process of a leg gets on top of its stack's `env`.
+
+    Compiled-graph and JIT caches are per leg: one leg must never reuse another's
+    artifacts. FlashInfer otherwise builds its JIT kernels under ~/.cache/flashinfer
+    (seen on the H200: ~95 s of a first start-up) and Triton under ~/.triton, both
+    shared by every leg."""
+    return {
+        "VLLM_CACHE_ROOT": str(venv / "vllm-cache"),
+        "FLASHINFER_WORKSPACE_BASE": str(venv / "jit-cache"),
+        "TRITON_CACHE_DIR": str(venv / "jit-cache" / "triton"),
+        "PYTHONUNBUFFERED": "1",
+    }
+
+
 def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
     # The harness must not see the runner's own packages (nor a stack's PYTHONPATH).
     env = without_runner_python({**os.environ, **task.stack_env, **ctx.extra_env})
-    # Compiled-graph and JIT caches are per leg: one leg must never reuse another's artifacts.
-    # FlashInfer otherwise builds its JIT kernels under ~/.cache/flashinfer (seen on the H200:
-    # ~95 s of a first start-up) and Triton under ~/.triton, both shared by every leg.
-    env["VLLM_CACHE_ROOT"] = str(task.env.path / "vllm-cache")
-    env["FLASHINFER_WORKSPACE_BASE"] = str(task.env.path / "jit-cache")
-    env["TRITON_CACHE_DIR"] = str(task.env.path / "jit-cache" / "triton")
-    env["PYTHONUNBUFFERED"] = "1"
+    env.update(leg_process_env(task.env.path))
     env.pop("VIRTUAL_ENV", None)
     return env
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,14 @@ def test_malformed_scenario_table_is_one_line(cli, tmp_path):
     table.write_text("name: t\nworkloads:\n  mixed: {kind: throughput, num_prompts: 0, output_len: 1}\nmodels: []\n")
     line = one_line_error(cli("run", "--leg", "0.29-cpu", "--scenarios", str(table)))
     assert str(table) in line and "field 'workloads.mixed" in line
+
+
+def test_stacks_env_exports_what_the_harness_runs_with(tmp_path, cli):
+    """`ablation stacks env LEG`: a hand-run measurement gets the harness's environment."""
+    path = write(tmp_path, "x", GOOD.format(leg="x") + "env: {NCCL_NVLS_ENABLE: '0', ODD: \"a b'c\", PYTHONPATH: /p}\n")
+    out = cli("--stacks-dir", str(path.parent), "--venv-root", str(tmp_path / "venvs"), "stacks", "env", "x")
+    assert out.returncode == 0, out.stderr
+    shown = subprocess.run(["bash", "-c", out.stdout + 'printf "%s|%s|%s|%s" "$NCCL_NVLS_ENABLE" "$ODD" '
+                            '"$FLASHINFER_WORKSPACE_BASE" "${PYTHONPATH-unset}"'],
+                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}).stdout
+    assert shown == f"0|a b'c|{tmp_path / 'venvs' / 'x' / 'jit-cache'}|unset"
