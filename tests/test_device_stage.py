@@ -22,11 +22,12 @@ def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
     big, small = os.urandom(3_500_000), os.urandom(1000)
     (here / ".stage/wheels/big-1.0-py3-none-any.whl").write_bytes(big)
     (here / ".stage/wheels/small-1.0-py3-none-any.whl").write_bytes(small)
+    (here / ".stage/wheels/zero-1.0-py3-none-any.whl").write_bytes(b"")  # must arrive too
     out = stage(here, "split", "--part-bytes", str(1_000_000))
     assert out.returncode == 0, out.stderr
     parts = sorted((here / ".stage/parts").iterdir())
     assert len(parts) == 4  # 3.5 MB + 1 kB as one stream: four parts, no part left half empty
-    assert [len(list(p.glob("*.piece*"))) for p in parts] == [1, 1, 1, 2]
+    assert [len(list(p.glob("*.piece*"))) for p in parts] == [1, 1, 1, 3]
     for p in parts:
         assert sum(f.stat().st_size for f in p.glob("*.piece*")) <= 1_000_000
     # each part travels in its own call and is received on the device
@@ -38,6 +39,7 @@ def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
     assert done.returncode == 0, done.stderr
     assert (device / ".stage/wheels/big-1.0-py3-none-any.whl").read_bytes() == big
     assert (device / ".stage/wheels/small-1.0-py3-none-any.whl").read_bytes() == small
+    assert (device / ".stage/wheels/zero-1.0-py3-none-any.whl").read_bytes() == b""
     # a missing piece (a call that never arrived) is caught by size and sha256
     sorted((device / ".stage/recv").glob("big-*.piece*"))[2].unlink()
     shutil.rmtree(device / ".stage/wheels")
