@@ -30,6 +30,9 @@ def main() -> None:
     ap.add_argument("--max-model-len", type=int, default=32768)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--seed", type=int, default=12345)
+    ap.add_argument("--engine-args", default="{}",
+                    help="JSON passed verbatim to vllm.LLM, as a scenario's engine_args (e.g. the CPU "
+                         "table's kv_cache_memory_bytes)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
@@ -39,7 +42,7 @@ def main() -> None:
         vocab = json.load(f)["vocab_size"]
     t0 = time.perf_counter()
     llm = LLM(model=args.model, load_format="dummy", dtype="bfloat16", skip_tokenizer_init=True,
-              max_model_len=args.max_model_len, seed=0)
+              max_model_len=args.max_model_len, seed=0, **json.loads(args.engine_args))
     startup = time.perf_counter() - t0
     params = SamplingParams(temperature=0.0, max_tokens=args.output_len, ignore_eos=True, detokenize=False)
     rng = random.Random(args.seed)
