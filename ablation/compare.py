@@ -148,13 +148,14 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
                 if a in values and b in values else None for a, b in pairs]
         shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, []), noise_band))
                  for leg in legs]
-        differs = controls.get((key.model_id, key.workload), [])
+        row_ctl = controls.get((key.model_id, key.workload), RowControls([], list(CONTROL_FIELDS)))
         table.rows.append([key.model_id, str(key.tp), key.workload, *shown, *(format_ratio(e) for e in ests),
-                           "differ: " + ", ".join(differs) if differs else "same"])
+                           row_ctl.cell()])
         table.data.append({**asdict(key), "unit": unit, "values": {leg: values.get(leg) for leg in legs},
                            "median": {leg: med.get(leg) for leg in legs},
                            "ratios": {c: (e.as_dict() if e else None) for c, e in zip(ratio_cols, ests)},
-                           "controls_differ": differs})
+                           "controls_differ": row_ctl.differs,
+                           "controls_not_reported": row_ctl.unreported})
     if max_n >= MIN_REPEATS:
         table.note = (f"Medians of up to {max_n} repeats. Ratios: median ratio, 95% percentile-bootstrap "
                       "interval in brackets; ↑ better / ↓ worse when the interval excludes 1.00, otherwise "
@@ -239,10 +240,41 @@ def _controls(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], dict[str,
     return seen
 
 
-def controls_by_row(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], list[str]]:
+def _reported(value) -> bool:
+    """A control some leg actually reported: None, or a tuple of Nones, says nothing."""
+    if isinstance(value, (list, tuple)):
+        return any(_reported(v) for v in value)
+    return value is not None
+
+
+def control_state(by_leg: dict[str, object]) -> str:
+    """'not reported' (no leg said anything: not evidence of like for like), 'same' or 'differs'."""
+    if not any(_reported(v) for v in by_leg.values()):
+        return "not reported"
+    return "same" if len({json.dumps(v) for v in by_leg.values()}) <= 1 else "differs"
+
+
+@dataclass(frozen=True)
+class RowControls:
+    differs: list[str]
+    unreported: list[str]
+
+    def cell(self) -> str:
+        if self.differs:
+            return "differ: " + ", ".join(self.differs)
+        if len(self.unreported) == len(CONTROL_FIELDS):
+            return "not reported"
+        if self.unreported:
+            return f"same ({', '.join(self.unreported)} not reported)"
+        return "same"
+
+
+def controls_by_row(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], RowControls]:
     out = {}
     for key, per in _controls(rs, legs).items():
-        out[key] = [name for name, by_leg in per.items() if len({json.dumps(v) for v in by_leg.values()}) > 1]
+        states = {name: control_state(per.get(name, {})) for name in CONTROL_FIELDS}
+        out[key] = RowControls([n for n, s in states.items() if s == "differs"],
+                               [n for n, s in states.items() if s == "not reported"])
     return out
 
 
@@ -259,10 +291,11 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
         cells = []
         for name in CONTROL_FIELDS:
             by_leg = ctl[key].get(name, {})
-            distinct = {json.dumps(v) for v in by_leg.values()}
-            if len(distinct) <= 1:
-                value = next(iter(by_leg.values()), None)
-                cells.append(f"same ({_fmt_control(value)})")
+            state = control_state(by_leg)
+            if state == "not reported":
+                cells.append("not reported")
+            elif state == "same":
+                cells.append(f"same ({_fmt_control(next(iter(by_leg.values())))})")
             else:
                 cells.append("**DIFFERS**: " + " / ".join(f"{leg} {_fmt_control(v)}" for leg, v in by_leg.items()))
         table.rows.append([key[0], key[1], *cells])

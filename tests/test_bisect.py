@@ -42,6 +42,9 @@ def test_finds_the_first_bad_release_from_the_index(project):
     tried = {t["release"]: t for t in summary["tried"]}
     assert tried["1.16.0"]["regressed"] and not tried["1.15.0"]["regressed"]
     assert tried["1.16.0"]["interval"][1] < 1.0  # statistical support, not a point estimate
+    # the good leg's own probe keeps the values of its own run; re-measurements beside probes are pooled apart
+    assert len(tried["1.14.0"]["values"]) == 3 and len(tried["1.17.0"]["values"]) == 3
+    assert len(summary["good_values_pooled"]) == 3 * 3  # ends + two probes
     # derived stacks say what they changed, and were built as real venvs of those releases
     stack = yaml.safe_load((Path(summary["tried"][1]["leg"]).name and
                             (project / "bisect").glob("*/stacks/1.16.0-cpu-bisect.yaml").__next__()).read_text())

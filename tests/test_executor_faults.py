@@ -98,6 +98,9 @@ def test_rerun_is_a_new_attempt_never_an_overwrite(tmp_path, scenario_file):
     first, rec1, _ = run_mode("ok", tmp_path, scenario_file)
     second, rec2, _ = run_mode("segfault", tmp_path, scenario_file)  # different model dir
     third, rec3, _ = run_mode("ok", tmp_path, scenario_file)
+    # the crash went to its own model's directory: a first attempt there, and it did not touch the first's files
+    assert second.status == "FAIL" and rec2["cause"]["class"] == "runtime-crash"
+    assert second.results_path.name == "results.json" and second.results_path.parent != first.results_path.parent
     assert first.results_path.name == "results.json" and third.results_path.name == "results.r1a2.json"
     assert json.loads(first.results_path.read_text()) == rec1
     assert rec3["attempt"] == 2 and (third.results_path.parent / "run.r1a2.log").is_file()
