@@ -10,7 +10,6 @@ way and a warning says so, so they are never silently mixed as repeats.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import yaml
@@ -19,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ablation.errors import AblationError
 from ablation.results import ResultSet, TaskResult
 from ablation.yamlio import load_yaml_model
+from ablation.timestamps import utc_stamp
 
 FILENAME = "CANONICAL.yaml"
 
@@ -73,7 +73,7 @@ def default_canonical(rs: ResultSet) -> Canonical:
             why = f"superseded by {chosen}" if "PASS" in statuses else f"{'/'.join(sorted(statuses))}; {chosen} used"
             excluded.append(Exclusion(run=run, reason=why))
         entries.append(Entry(leg=leg, model=model, run=chosen, reason=reason, excluded=excluded))
-    return Canonical(generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), entries=entries)
+    return Canonical(generated_at=utc_stamp(), entries=entries)
 
 
 def write_canonical(canonical: Canonical, path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ablation.errors import AblationError
+from ablation.timestamps import utc_stamp
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -332,7 +333,6 @@ def report(paths, out_dir, other, names, threshold, legs, baseline, canonical_pa
 def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, releases, out_root, wait, harness):
     """Binary-search the releases between GOOD and BAD for the first regression of one scenario."""
     import shutil
-    import time as _time
 
     from ablation.bisect import (BisectPlan, Bisector, index_versions, parse_threshold, releases_between,
                                  render_summary, sub_table)
@@ -358,7 +358,7 @@ def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, re
     versions = ([v.strip() for v in releases.split(",")] if releases
                 else index_versions(good_sf.stack.engine, good_sf))
     between = releases_between(versions, good_sf.stack.engine_version, bad_sf.stack.engine_version)
-    out_dir = out_root / _time.strftime("%Y%m%d-%H%M%S", _time.gmtime())
+    out_dir = out_root / utc_stamp("id")
     (out_dir / "stacks").mkdir(parents=True)
     (out_dir / "patches").mkdir()
     if ctx.obj["patches_dir"].is_dir():

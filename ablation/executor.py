@@ -70,7 +70,7 @@ class RunContext:
 
     @property
     def events(self) -> Path:
-        return self.run_dir / "run.jsonl"
+        return layout.events_file(self.run_dir)
 
     def event(self, kind: str, **fields) -> None:
         append_jsonl(self.events, {"event": kind, "ts": time.time(), "run_id": self.run_id, **fields})
@@ -78,7 +78,7 @@ class RunContext:
 
 def finished_task_ids(run_dir: Path) -> set[str]:
     """Tasks with a task_end event: what a resumed run must not redo."""
-    return {e["task_id"] for e in read_jsonl(run_dir / "run.jsonl") if e.get("event") == "task_end"}
+    return {e["task_id"] for e in read_jsonl(layout.events_file(run_dir)) if e.get("event") == "task_end"}
 
 
 def _kill_group(pgid: int) -> None:

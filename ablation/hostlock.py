@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from filelock import FileLock, Timeout
 
 from ablation.errors import AblationError
 from ablation.paths import cache_path
+from ablation.timestamps import utc_stamp
 
 
 def default_lock_path() -> Path:
@@ -51,7 +51,7 @@ def host_lock(path: Path, run_id: str, wait: bool, wait_timeout_s: float | None 
             raise AblationError(f"gave up after {wait_timeout_s} s waiting for {path} ({_holder(path)})") from None
     note = path.with_suffix(".holder.json")
     note.write_text(json.dumps({"pid": os.getpid(), "run_id": run_id,
-                                "since": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}))
+                                "since": utc_stamp()}))
     try:
         yield
     finally:

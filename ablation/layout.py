@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+EVENTS = "run.jsonl"
+MANIFEST = "MANIFEST.json"
 _SUFFIXED = re.compile(r"^(results|run|task)\.r(\d+)a(\d+)\.(json|log)$")
 
 
@@ -44,6 +46,14 @@ class TaskFiles:
     @property
     def harness_output(self) -> Path:
         return self.directory / f".harness.r{self.repeat}a{self.attempt}.json"
+
+
+def events_file(run_dir: Path) -> Path:
+    return run_dir / EVENTS
+
+
+def manifest_file(run_dir: Path) -> Path:
+    return run_dir / MANIFEST
 
 
 def task_dir(run_dir: Path, leg: str, model_slug: str) -> Path:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import json
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from ablation.compare import Table, all_tables
 from ablation.crossarch import failure_attribution, machine_name, speedup_table
 from ablation.results import ResultSet
 from ablation.stats import MIN_REPEATS, NOISE_BAND
+from ablation.timestamps import utc_stamp
 
 STACK_COLUMNS = ["vllm", "torch", "CUDA", "transformers", "flashinfer-python", "nvidia-cutlass-dsl"]
 
@@ -99,7 +99,7 @@ def report_markdown(inp: ReportInput, tables: dict[str, Table]) -> str:
     legs = " → ".join(inp.legs)
     hashes = sorted(inp.rs.scenario_hashes())
     out = [f"# vLLM {legs}: ablation on {machine_name(inp.rs)}", "",
-           f"Generated {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by `ablation report` from "
+           f"Generated {utc_stamp('human')} by `ablation report` from "
            f"{len(inp.rs.results)} results. Scenario table sha256: {', '.join(h[:16] for h in hashes)}.", ""]
     if len(hashes) > 1:
         out += ["**WARNING: these results come from different scenario tables; ratios across them are not "

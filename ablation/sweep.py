@@ -11,10 +11,10 @@ import json
 import os
 import signal
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ablation import layout
 from ablation.errors import AblationError
 from ablation.executor import RunContext, Task, TaskOutcome, describe, finished_task_ids, run_task
 from ablation.hostlock import default_lock_path, host_lock
@@ -25,6 +25,7 @@ from ablation.progress import sweep_progress
 from ablation.scenarios import ScenarioFile
 from ablation.stacks import StackDir, StackFile
 from ablation.venvs import VenvBuilder
+from ablation.timestamps import utc_stamp
 
 
 @dataclass
@@ -53,7 +54,7 @@ class Resolved:
 
 
 def new_run_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    return utc_stamp("id")
 
 
 def leg_order(legs: list[str], repeats: int) -> list[tuple[int, list[str]]]:
@@ -112,9 +113,9 @@ class Sweep:
     def run(self, opts: SweepOptions) -> tuple[Path, list[TaskOutcome]]:
         run_id = opts.run_id or new_run_id()
         run_dir = opts.results_root / run_id
-        if opts.resume and not (run_dir / "run.jsonl").is_file():
-            raise AblationError(f"cannot resume run '{run_id}': {run_dir / 'run.jsonl'} does not exist")
-        if not opts.resume and (run_dir / "run.jsonl").exists():
+        if opts.resume and not layout.events_file(run_dir).is_file():
+            raise AblationError(f"cannot resume run '{run_id}': {layout.events_file(run_dir)} does not exist")
+        if not opts.resume and layout.events_file(run_dir).exists():
             raise AblationError(f"run '{run_id}' already exists in {run_dir}; pass --resume {run_id} to continue it")
         if opts.resume:
             self._check_resume_matches(run_dir, opts)
@@ -162,7 +163,7 @@ class Sweep:
     @staticmethod
     def _check_resume_matches(run_dir: Path, opts: SweepOptions) -> None:
         """A resumed run must run the same table on the same legs, or its ratios would mix two studies."""
-        manifest_path = run_dir / "MANIFEST.json"
+        manifest_path = layout.manifest_file(run_dir)
         if not manifest_path.is_file():
             return
         manifest = json.loads(manifest_path.read_text())
@@ -224,7 +225,7 @@ class Sweep:
                                                              "excluded", "patches", "installer_version")}
         manifest = {
             "schema": "vllm-ablation/manifest/1",
-            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "created_at": utc_stamp(),
             "argv": sys.argv,
             "legs": opts.legs,
             "repeats": opts.repeats,
@@ -234,7 +235,7 @@ class Sweep:
             "environments": legs,
             "warnings": warnings,
         }
-        path = run_dir / "MANIFEST.json"
+        path = layout.manifest_file(run_dir)
         n = 1
         while path.exists():
             path = run_dir / f"MANIFEST.resume-{n}.json"

@@ -26,6 +26,7 @@ from pathlib import Path
 from ablation.errors import AblationError
 from ablation.paths import cache_path
 from ablation.stacks import StackFile, stack_fingerprint
+from ablation.timestamps import utc_stamp
 
 MANIFEST = "manifest.json"
 LOCK = "lock.txt"
@@ -187,7 +188,7 @@ class VenvBuilder:
             "extra_index_urls": s.extra_index_urls,
             "patches": patches,
             "lock_sha256": hashlib.sha256(lock_text.encode()).hexdigest(),
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "built_at": utc_stamp(),
             "build_seconds": round(time.time() - started, 1),
             "build_host": platform.node(),
             "size_bytes": _dir_size(path),
