@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from ablation.errors import AblationError
 from ablation.paths import cache_path
 from ablation.stacks import StackFile, stack_fingerprint
@@ -121,13 +123,19 @@ class VenvBuilder:
         return LegEnv(sf.leg, variant, path, python, manifest)
 
     def ensure(self, sf: StackFile, variant: str | None = None, force: bool = False) -> LegEnv:
-        """Build the venv unless an identical one exists (then it is a no-op)."""
-        if not force:
-            env = self.existing(sf, variant)
-            if env is not None:
-                self.log(f"[stacks] {venv_name(sf.leg, variant)}: up to date ({env.path})")
-                return env
-        return self._build(sf, variant)
+        """Build the venv unless an identical one exists (then it is a no-op).
+
+        One build of a venv at a time on this machine: two runners building the same leg at
+        once deleted each other's files (seen: a failed install, a lost build.log). The second
+        waits, then finds the first one's venv up to date."""
+        self.venv_root.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(self.venv_root / f"{venv_name(sf.leg, variant)}.build.lock")):
+            if not force:
+                env = self.existing(sf, variant)
+                if env is not None:
+                    self.log(f"[stacks] {venv_name(sf.leg, variant)}: up to date ({env.path})")
+                    return env
+            return self._build(sf, variant)
 
     def _run(self, argv: list[str], log_file, what: str, sf: StackFile) -> None:
         log_file.write(f"$ {' '.join(argv)}\n")

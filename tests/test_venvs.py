@@ -118,3 +118,20 @@ def test_unresolvable_pin_is_one_line_and_leaves_no_half_venv(project, cli):
     line = one_line_error(cli("--stacks-dir", str(project / "stacks"), "--patches-dir", str(project / "patches"),
                               "--venv-root", str(project / "venvs"), "stacks", "build", "broken"))
     assert "field 'packages'" in line
+
+
+def test_two_runners_building_one_leg_at_once_get_one_complete_venv(project):
+    """Two real `ablation stacks build` processes of the same leg at the same moment: without the
+    per-venv build lock they deleted each other's files mid-install (seen on this machine)."""
+    from conftest import REPO, project_argv
+
+    argv = project_argv(project, "stacks", "build", "small")
+    procs = [subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    joined = "\n".join(outs)
+    assert joined.count("building in") == 1 and joined.count("up to date") == 1, joined
+    manifest = json.loads((project / "venvs" / "small" / "manifest.json").read_text())
+    assert (project / "venvs" / "small" / "build.log").is_file()
+    assert version_in(Path(manifest["python_executable"])) == "1.16.0"
