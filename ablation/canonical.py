@@ -55,7 +55,7 @@ def _runs_by_cell(rs: ResultSet) -> dict[tuple[str, str], dict[str, list[TaskRes
 
 
 def _started(results: list[TaskResult]) -> float:
-    return max(float(r.raw.get("started_at") or 0) for r in results)
+    return max(float(r.record.started_at or 0) for r in results)
 
 
 def default_canonical(rs: ResultSet) -> Canonical:

@@ -21,7 +21,7 @@ DEFAULT_THRESHOLD = 1.25
 def machine_name(rs: ResultSet) -> str:
     """The GPU model (or CPU model) the results were measured on."""
     for r in rs.results:
-        m = r.raw.get("machine") or {}
+        m = r.record.machine
         gpus = m.get("gpus") or []
         if gpus:
             return gpus[0]["name"]

@@ -24,10 +24,10 @@ from ablation.jsonio import append_jsonl, read_jsonl, write_json_atomic
 from ablation.logparse import FailureCause, attribute_failure, engine_facts_from_log
 from ablation.machine import Machine
 from ablation.models import PreparedModel
+from ablation.record import ModelRef, ScenarioRef, StackRef, TaskRecord
 from ablation.scenarios import ModelSpec, ScenarioFile
 from ablation.venvs import LegEnv, without_runner_python
 
-RESULT_SCHEMA = "vllm-ablation/result/1"
 HARNESS = Path(__file__).parent / "harness" / "vllm_harness.py"
 KILL_GRACE_S = 10.0
 
@@ -123,48 +123,22 @@ def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
     return env
 
 
-def base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
+def base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> TaskRecord:
+    """What is known of a task before it runs: identity, table, model, machine, stack."""
     m = task.model
-    record = {
-        "schema": RESULT_SCHEMA,
-        "run_id": ctx.run_id,
-        "task_id": task.task_id,
-        "leg": task.leg,
-        "variant": task.env.variant if task.env else None,
-        "model_id": m.id,
-        "model_slug": m.slug,
-        "model_index": ctx.scenarios.table.models.index(m),
-        "tp": m.tp,
-        "repeat": task.repeat,
-        "attempt": files.attempt,
-        "scenario_table": {
-            "name": ctx.scenarios.table.name,
-            "path": str(ctx.scenarios.path),
-            "sha256": ctx.scenarios.sha256,
-        },
-        "model": {
-            "spec": m.model_dump(mode="json"),
-            "path": str(task.prepared.path) if task.prepared else None,
-            "digest": task.prepared.digest if task.prepared else None,
-        },
-        "machine": ctx.machine.as_dict(),
-        "gpu_check": ctx.gpu_check,
-    }
-    if task.env:
-        man = task.env.manifest
-        record["stack"] = {
-            "file": man["stack_file"],
-            "sha256": man["stack_sha256"],
-            "lock_sha256": man["lock_sha256"],
-            "venv": str(task.env.path),
-            "variant_reason": man.get("variant_reason"),
-            "pins": man["pins"],
-            "packages": man["packages"],
-            "excluded": man["excluded"],
-            "patches": man["patches"],
-            "python": man["python_version"],
-        }
-    return record
+    return TaskRecord(
+        run_id=ctx.run_id, task_id=task.task_id, leg=task.leg,
+        variant=task.env.variant if task.env else None,
+        model_id=m.id, model_slug=m.slug, model_index=ctx.scenarios.table.models.index(m), tp=m.tp,
+        repeat=task.repeat, attempt=files.attempt,
+        scenario_table=ScenarioRef(name=ctx.scenarios.table.name, path=str(ctx.scenarios.path),
+                                   sha256=ctx.scenarios.sha256),
+        model=ModelRef(spec=m.model_dump(mode="json"),
+                       path=str(task.prepared.path) if task.prepared else None,
+                       digest=task.prepared.digest if task.prepared else None),
+        machine=ctx.machine.as_dict(), gpu_check=ctx.gpu_check,
+        stack=StackRef.from_manifest(task.env.manifest, task.env.path) if task.env else None,
+    )
 
 
 def _task_json(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
@@ -226,12 +200,12 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
     files.directory.mkdir(parents=True, exist_ok=True)
     record = base_record(task, ctx, files)
     started = time.time()
-    record["started_at"] = started
+    record.started_at = started
     ctx.event("task_start", task_id=task.task_id, attempt=files.attempt, results=str(files.results))
 
     if task.skip_reason:
-        record.update(status="SKIP", skip_reason=task.skip_reason, cause=None, finished_at=time.time())
-        write_json_atomic(files.results, record)
+        record.status, record.skip_reason, record.finished_at = "SKIP", task.skip_reason, time.time()
+        record.write(files.results)
         ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status="SKIP", reason=task.skip_reason)
         return TaskOutcome(task.task_id, "SKIP", None, files.results, 0.0)
 
@@ -259,7 +233,7 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
     harness, problem = _read_harness_output(files.harness_output)
     status, cause = _decide(exit_code, timed_out, harness, problem, log_text)
     facts = engine_facts_from_log(log_text)
-    record.update(
+    record = record.model_copy(update=dict(
         status=status,
         cause=cause,
         exit_code=exit_code,
@@ -271,8 +245,8 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
         engine={**(harness or {}).get("engine", {}), **facts},
         workloads=(harness or {}).get("workloads", {}) if status == "PASS" else {},
         harness={k: v for k, v in (harness or {}).items() if k not in ("workloads", "engine")},
-    )
-    write_json_atomic(files.results, record)
+    ))
+    record.write(files.results)
     files.harness_output.unlink(missing_ok=True)
     ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status=status, cause=cause,
               duration_s=round(duration, 2))

