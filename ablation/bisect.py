@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,9 +29,10 @@ from ablation.errors import AblationError
 from ablation.jsonio import write_json_atomic
 from ablation.results import load_results
 from ablation.scenarios import ScenarioFile, load_scenarios
-from ablation.stacks import StackFile
+from ablation.stacks import StackDir, StackFile
 from ablation.stats import RatioEstimate, compare_samples
 from ablation.sweep import Sweep, SweepOptions
+from ablation.timestamps import utc_stamp
 
 
 @dataclass
@@ -159,6 +161,48 @@ class BisectPlan:
     repeats: int
     out_dir: Path
     wait_for_lock: bool = False
+    harness: Path | None = None  # fault injection only (tests/fault_harness.py)
+
+
+@dataclass
+class BisectSetup:
+    plan: BisectPlan
+    good: StackFile
+    bad: StackFile
+    between: list[str]
+    table: ScenarioFile  # the one-model, one-workload sub-table
+
+
+def setup_bisect(stacks: StackDir, patches_dir: Path, *, target: str, good: str, bad: str, scenario_path: Path,
+                 metric: str | None, threshold: str, repeats: int, releases: str | None, out_root: Path,
+                 wait: bool, harness: Path | None) -> BisectSetup:
+    """Validate the request, then lay out <out_root>/<utc id>/ with copies of the two stacks and
+    the patches (derived stacks are written beside them), and the sub-table."""
+    model_id, sep, workload = target.rpartition("/")
+    if not sep or not model_id:
+        raise AblationError(f"--scenario: '{target}' must be MODEL/WORKLOAD (e.g. tiny-llama-2L/mixed)")
+    scenarios = load_scenarios(scenario_path)
+    spec = scenarios.table.model(model_id)
+    if workload not in scenarios.table.workloads:
+        raise AblationError(f"--scenario: workload '{workload}' is not in {scenario_path}")
+    good_sf, bad_sf = stacks.load(good), stacks.load(bad)
+    if good_sf.stack.engine != bad_sf.stack.engine:
+        raise AblationError(f"--good {good} and --bad {bad} pin different engines "
+                            f"({good_sf.stack.engine}, {bad_sf.stack.engine})")
+    versions = ([v.strip() for v in releases.split(",")] if releases
+                else index_versions(good_sf.stack.engine, good_sf))
+    between = releases_between(versions, good_sf.stack.engine_version, bad_sf.stack.engine_version)
+    out_dir = out_root / utc_stamp("id")
+    (out_dir / "stacks").mkdir(parents=True)
+    (out_dir / "patches").mkdir()
+    if patches_dir.is_dir():
+        shutil.copytree(patches_dir, out_dir / "patches", dirs_exist_ok=True)
+    for sf in (good_sf, bad_sf):
+        shutil.copy(sf.path, out_dir / "stacks" / sf.path.name)
+    plan = BisectPlan(spec.id, workload, good, bad, metric or scenarios.table.workloads[workload].kind,
+                      parse_threshold(threshold), repeats, out_dir, wait,
+                      harness.resolve() if harness else None)
+    return BisectSetup(plan, good_sf, bad_sf, between, sub_table(scenarios, spec.id, workload, out_dir))
 
 
 class Bisector:
@@ -168,7 +212,7 @@ class Bisector:
 
     def measure(self, plan: BisectPlan, legs: list[str], table: ScenarioFile, run_id: str) -> dict[str, list[float]]:
         opts = SweepOptions(legs=legs, scenarios=table, results_root=plan.out_dir / "runs", run_id=run_id,
-                            repeats=plan.repeats, wait_for_lock=plan.wait_for_lock)
+                            repeats=plan.repeats, wait_for_lock=plan.wait_for_lock, harness=plan.harness)
         run_dir, _ = self.sweep.run(opts)
         values: dict[str, list[float]] = {leg: [] for leg in legs}
         for r in load_results([run_dir]).results:

@@ -10,7 +10,6 @@ from pathlib import Path
 import click
 
 from ablation.errors import AblationError
-from ablation.timestamps import utc_stamp
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -332,49 +331,21 @@ def report(paths, out_dir, other, names, threshold, legs, baseline, canonical_pa
 @one_line_errors
 def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, releases, out_root, wait, harness):
     """Binary-search the releases between GOOD and BAD for the first regression of one scenario."""
-    import shutil
-
-    from ablation.bisect import (BisectPlan, Bisector, index_versions, parse_threshold, releases_between,
-                                 render_summary, sub_table)
+    from ablation.bisect import Bisector, render_summary, setup_bisect
     from ablation.machine import probe
     from ablation.models import default_models_root
-    from ablation.scenarios import load_scenarios
     from ablation.stacks import StackDir
     from ablation.sweep import Sweep
 
-    model_id, sep, workload = target.rpartition("/")
-    if not sep or not model_id:
-        raise AblationError(f"--scenario: '{target}' must be MODEL/WORKLOAD (e.g. tiny-llama-2L/mixed)")
-    scenarios = load_scenarios(scenario_path)
-    spec = scenarios.table.model(model_id)
-    if workload not in scenarios.table.workloads:
-        raise AblationError(f"--scenario: workload '{workload}' is not in {scenario_path}")
-    kind = metric or scenarios.table.workloads[workload].kind
-    sd = _stacks(ctx)
-    good_sf, bad_sf = sd.load(good), sd.load(bad)
-    if good_sf.stack.engine != bad_sf.stack.engine:
-        raise AblationError(f"--good {good} and --bad {bad} pin different engines "
-                            f"({good_sf.stack.engine}, {bad_sf.stack.engine})")
-    versions = ([v.strip() for v in releases.split(",")] if releases
-                else index_versions(good_sf.stack.engine, good_sf))
-    between = releases_between(versions, good_sf.stack.engine_version, bad_sf.stack.engine_version)
-    out_dir = out_root / utc_stamp("id")
-    (out_dir / "stacks").mkdir(parents=True)
-    (out_dir / "patches").mkdir()
-    if ctx.obj["patches_dir"].is_dir():
-        shutil.copytree(ctx.obj["patches_dir"], out_dir / "patches", dirs_exist_ok=True)
-    for sf in (good_sf, bad_sf):
-        shutil.copy(sf.path, out_dir / "stacks" / sf.path.name)
-    plan = BisectPlan(spec.id, workload, good, bad, kind, parse_threshold(threshold), repeats, out_dir, wait)
-    table = sub_table(scenarios, spec.id, workload, out_dir)
     echo = lambda m: click.echo(m, err=True)  # noqa: E731
-    sweep = Sweep(StackDir(root=out_dir / "stacks"), _builder(ctx), default_models_root(), probe(), log=echo)
-    if harness:
-        sweep.harness = harness.resolve()
-    echo(f"[bisect] {len(between)} release(s) between {good} and {bad}: {', '.join(between) or 'none'}")
-    summary = Bisector(sweep, log=echo).run(plan, good_sf, bad_sf, between, table)
+    b = setup_bisect(_stacks(ctx), ctx.obj["patches_dir"], target=target, good=good, bad=bad,
+                     scenario_path=scenario_path, metric=metric, threshold=threshold, repeats=repeats,
+                     releases=releases, out_root=out_root, wait=wait, harness=harness)
+    sweep = Sweep(StackDir(root=b.plan.out_dir / "stacks"), _builder(ctx), default_models_root(), probe(), log=echo)
+    echo(f"[bisect] {len(b.between)} release(s) between {good} and {bad}: {', '.join(b.between) or 'none'}")
+    summary = Bisector(sweep, log=echo).run(b.plan, b.good, b.bad, b.between, b.table)
     click.echo(render_summary(summary))
-    click.echo(f"\n{out_dir / 'bisect.json'}")
+    click.echo(f"\n{b.plan.out_dir / 'bisect.json'}")
 
 
 if __name__ == "__main__":

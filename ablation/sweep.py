@@ -69,7 +69,6 @@ class Sweep:
         self.models_root = models_root
         self.machine = machine
         self.log = log
-        self.harness: Path | None = None  # fault injection only (tests/fault_harness.py)
 
     def _check_platform(self, sf: StackFile) -> None:
         if sf.stack.platform == "cuda" and self.machine.platform != "cuda":
@@ -128,8 +127,8 @@ class Sweep:
         tasks = self.plan(opts, resolved)
         ctx = RunContext(run_id, run_dir, opts.scenarios, self.machine,
                          timeout_override_s=opts.timeout_override_s, log=self.log)
-        if opts.harness or self.harness:
-            ctx.harness = opts.harness or self.harness
+        if opts.harness:
+            ctx.harness = opts.harness
         done = finished_task_ids(run_dir) if opts.resume else set()
         run_dir.mkdir(parents=True, exist_ok=True)
         if opts.resume:
