@@ -232,7 +232,7 @@ class Bisector:
 
     def run(self, plan: BisectPlan, good_sf: StackFile, bad_sf: StackFile, releases: list[str],
             table: ScenarioFile) -> dict:
-        from ablation.venvs import find_uv
+        from ablation.installers import find_uv
 
         uv = find_uv()
         if not uv:

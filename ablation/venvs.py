@@ -18,7 +18,6 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from ablation.errors import AblationError
+from ablation.installers import Installer, find_installer
 from ablation.paths import cache_path
 from ablation.stacks import StackFile, stack_fingerprint
 from ablation.timestamps import utc_stamp
@@ -52,16 +52,6 @@ def without_runner_python(env: dict[str, str]) -> dict[str, str]:
 def leg_env() -> dict[str, str]:
     """The environment for processes that build or inspect a leg."""
     return without_runner_python(dict(os.environ))
-
-
-def find_uv() -> str | None:
-    """uv from the runner's own environment (the `uv` wheel), else from PATH."""
-    try:
-        from uv import find_uv_bin
-
-        return find_uv_bin()
-    except (ImportError, FileNotFoundError):
-        return shutil.which("uv")
 
 
 def venv_name(leg: str, variant: str | None) -> str:
@@ -105,7 +95,7 @@ class VenvBuilder:
         self.venv_root = venv_root
         self.patches_dir = patches_dir
         self.log = log
-        self.uv = find_uv()
+        self.installer: Installer = find_installer()
 
     def path_for(self, leg: str, variant: str | None = None) -> Path:
         return self.venv_root / venv_name(leg, variant)
@@ -180,8 +170,8 @@ class VenvBuilder:
             "stack_file": str(sf.path),
             "stack_sha256": sf.sha256,
             "fingerprint": stack_fingerprint(sf, variant, self.patches_dir),
-            "installer": "uv" if self.uv else "venv+pip (uv not found)",
-            "installer_version": self._installer_version(),
+            "installer": self.installer.label,
+            "installer_version": self.installer.version(leg_env()),
             "python_executable": str(python),
             "python_version": subprocess.run(
                 [str(python), "-c", "import platform; print(platform.python_version())"],
@@ -208,43 +198,34 @@ class VenvBuilder:
         self.log(f"[stacks] {name}: built in {manifest['build_seconds']} s, {manifest['size_bytes'] / 1e9:.2f} GB")
         return LegEnv(sf.leg, variant, path, python, manifest)
 
-    def _installer_version(self) -> str:
-        if not self.uv:
-            return f"pip (python {sys.version.split()[0]})"
-        return subprocess.run([self.uv, "--version"], capture_output=True, text=True, env=leg_env()).stdout.strip()
-
     def _create_and_install(self, sf: StackFile, path: Path, pins: dict[str, str], log_file) -> Path:
         s = sf.stack
         req = path.parent / f"{path.name}.requirements.txt"
         req.write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())))
         source_args = s.source_args()
+        excludes = path.parent / f"{path.name}.excludes.txt"
         try:
-            if self.uv:
-                self._run([self.uv, "venv", "--python", s.python, "--no-project", str(path)], log_file, "python", sf)
-                python = path / "bin" / "python"
-                argv = [self.uv, "pip", "install", "--python", str(python), "--link-mode", "copy", "-r", str(req)]
-                if s.exclude:
-                    excludes = path.parent / f"{path.name}.excludes.txt"
-                    excludes.write_text("".join(f"{n}\n" for n in sorted(s.exclude)))
-                    argv += ["--excludes", str(excludes)]
-                self._run(argv + source_args, log_file, "packages", sf)
-            else:
-                interpreter = shutil.which(f"python{s.python}")
-                if interpreter is None:
-                    raise AblationError(f"{sf.path}: field 'python': python{s.python} not found on PATH")
-                self._run([interpreter, "-m", "venv", str(path)], log_file, "python", sf)
-                python = path / "bin" / "python"
-                self._run([str(python), "-m", "pip", "install", "-r", str(req)] + source_args, log_file, "packages", sf)
-                for name in sorted(s.exclude):
-                    subprocess.run([str(python), "-m", "pip", "uninstall", "-y", name], capture_output=True,
-                                   env=leg_env())
+            self._run(self._venv_argv(sf, s.python, path, overlay=False, field="python"), log_file, "python", sf)
+            python = path / "bin" / "python"
+            if s.exclude:
+                excludes.write_text("".join(f"{n}\n" for n in sorted(s.exclude)))
+            inst = self.installer.install(python, req, excludes if s.exclude else None, source_args)
+            self._run(inst, log_file, "packages", sf)
+            for argv in self.installer.after_install(python, list(s.exclude)):
+                subprocess.run(argv, capture_output=True, env=leg_env())
         except AblationError:
             shutil.rmtree(path, ignore_errors=True)
             raise
         finally:
             req.unlink(missing_ok=True)
-            (path.parent / f"{path.name}.excludes.txt").unlink(missing_ok=True)
+            excludes.unlink(missing_ok=True)
         return python
+
+    def _venv_argv(self, sf: StackFile, interpreter: str, path: Path, *, overlay: bool, field: str) -> list[str]:
+        try:
+            return self.installer.create_venv(interpreter, path, overlay=overlay)
+        except LookupError as exc:
+            raise AblationError(f"{sf.path}: field '{field}': {exc}") from None
 
     def _overlay_on_system(self, sf: StackFile, path: Path, pins: dict[str, str],
                            log_file) -> tuple[Path, dict, dict[str, str]]:
@@ -267,10 +248,8 @@ class VenvBuilder:
         version, purelib, platlib = json.loads(probe.stdout)
         if not version.startswith(s.python + "."):
             raise AblationError(f"{sf.path}: field 'python': {s.system_python} is Python {version}, not {s.python}")
-        if self.uv:
-            self._run([self.uv, "venv", "--python", system, "--no-project", str(path)], log_file, "system_python", sf)
-        else:
-            self._run([system, "-m", "venv", "--without-pip", str(path)], log_file, "system_python", sf)
+        self._run(self._venv_argv(sf, system, path, overlay=True, field="system_python"), log_file,
+                  "system_python", sf)
         python = path / "bin" / "python"
         site = _site_packages(python)
         (site / "_ablation_system_base.pth").write_text("".join(f"{p}\n" for p in dict.fromkeys([purelib, platlib])))
@@ -279,13 +258,8 @@ class VenvBuilder:
         if overlay:
             req = path / "overlay-requirements.txt"
             req.write_text("".join(f"{n}=={v}\n" for n, v in sorted(overlay.items())))
-            if self.uv:
-                argv = [self.uv, "pip", "install", "--python", str(python), "--link-mode", "copy", "--no-deps"]
-            else:
-                # --target, not --prefix: a distribution-patched interpreter (Debian's) maps
-                # --prefix to <prefix>/local/..., which the venv would not see.
-                argv = [system, "-m", "pip", "install", "--no-deps", "--no-compile", "--target", str(site)]
-            self._run(argv + ["-r", str(req)] + s.source_args(), log_file, "packages", sf)
+            self._run(self.installer.install_no_deps(python, site, system, req, s.source_args()), log_file,
+                      "packages", sf)
         now = _visible_versions(python)
         wrong = {n: now.get(_canon(n)) for n, v in pins.items() if now.get(_canon(n)) != v}
         if wrong:
@@ -306,11 +280,7 @@ class VenvBuilder:
         return applied
 
     def _freeze(self, python: Path, log_file) -> str:
-        if self.uv:
-            argv = [self.uv, "pip", "freeze", "--python", str(python)]
-        else:
-            argv = [str(python), "-m", "pip", "freeze", "--all"]
-        proc = subprocess.run(argv, capture_output=True, text=True, check=True, env=leg_env())
+        proc = subprocess.run(self.installer.freeze(python), capture_output=True, text=True, check=True, env=leg_env())
         return proc.stdout
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from ablation.errors import AblationError
 from ablation.stacks import load_stack_file
-from ablation.venvs import VenvBuilder, find_uv
+from ablation.installers import PipInstaller, find_uv
+from ablation.venvs import VenvBuilder
 
 STACK = """\
 leg: sys
@@ -95,7 +96,7 @@ def test_offline_overlay_without_uv_from_find_links(tmp_path, monkeypatch):
     (tmp_path / "patches").mkdir()
     (tmp_path / "stacks" / "sys.yaml").write_text(text)
     builder = VenvBuilder(tmp_path / "venvs", tmp_path / "patches", log=lambda m: None)
-    builder.uv = None  # as on the device: the pip fallback
+    builder.installer = PipInstaller()  # as on the device: the pip fallback
     monkeypatch.setenv("PYTHONPATH", str(runner_site))
     env = builder.ensure(load_stack_file(tmp_path / "stacks" / "sys.yaml"))
     assert env.manifest["from_system"] == ["six"]

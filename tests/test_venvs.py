@@ -60,7 +60,7 @@ def version_in(python: Path) -> str:
 def test_build_records_lock_and_manifest_and_is_a_noop_when_unchanged(project):
     logs: list[str] = []
     b = builder(project, logs)
-    assert b.uv, "the runner's own uv wheel must be found"
+    assert b.installer.label == "uv", "the runner's own uv wheel must be found"
     sf = load_stack_file(project / "stacks" / "small.yaml")
     env = b.ensure(sf)
     assert version_in(env.python) == "1.16.0"
@@ -135,3 +135,17 @@ def test_two_runners_building_one_leg_at_once_get_one_complete_venv(project):
     manifest = json.loads((project / "venvs" / "small" / "manifest.json").read_text())
     assert (project / "venvs" / "small" / "build.log").is_file()
     assert version_in(Path(manifest["python_executable"])) == "1.16.0"
+
+
+def test_pip_fallback_behind_the_same_interface_builds_the_same_leg(project):
+    """No uv: the builder's policy is unchanged, only the installer's commands differ."""
+    from ablation.installers import PipInstaller
+
+    logs: list = []
+    b = builder(project, logs)
+    b.installer = PipInstaller()
+    env = b.ensure(load_stack_file(project / "stacks" / "small.yaml"))
+    assert version_in(env.python) == "1.16.0"
+    assert env.manifest["installer"] == "venv+pip (uv not found)" and "six==1.16.0" in (env.path / "lock.txt").read_text()
+    assert b.ensure(load_stack_file(project / "stacks" / "small.yaml")).path == env.path  # no-op, like uv's
+    assert any("up to date" in m for m in logs)
