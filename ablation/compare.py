@@ -53,8 +53,9 @@ class Table:
     note: str = ""
     data: list[dict] = field(default_factory=list)  # the unformatted numbers, for JSON
 
-    def markdown(self) -> str:
-        out = [f"### {self.title}", ""]
+    def markdown(self, heading: bool = True) -> str:
+        """heading=False where the enclosing section already says what the table is."""
+        out = [f"### {self.title}", ""] if heading else []
         if self.rows:
             out.append("| " + " | ".join(self.columns) + " |")
             out.append("|" + "|".join("---" for _ in self.columns) + "|")

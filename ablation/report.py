@@ -104,7 +104,7 @@ def report_markdown(inp: ReportInput, tables: dict[str, Table]) -> str:
     if len(hashes) > 1:
         out += ["**WARNING: these results come from different scenario tables; ratios across them are not "
                 "comparable.**", ""]
-    out += ["## Coverage", "", tables["coverage"].markdown()]
+    out += ["## Coverage", "", tables["coverage"].markdown(heading=False)]
     out += ["## Headline findings", ""]
     heads = headline(tables["throughput"], tables["latency"])
     out += [f"- {h}" for h in heads] or ["- No cell changed beyond the noise: no difference detected anywhere."]
@@ -115,9 +115,9 @@ def report_markdown(inp: ReportInput, tables: dict[str, Table]) -> str:
     if "cross_arch" in tables:
         out += [f"## What transfers from {inp.names[1]} to {inp.names[0]}, and what does not", "",
                 tables["cross_arch"].markdown(), tables["cross_arch_failures"].markdown()]
-    out += ["## Failure attribution", "", tables["failures"].markdown()]
+    out += ["## Failure attribution", "", tables["failures"].markdown(heading=False)]
     out += ["## What is controlled", "", tables["controls"].markdown()]
-    out += ["## Runtime stack per leg", "", tables["stacks"].markdown()]
+    out += ["## Runtime stack per leg", "", tables["stacks"].markdown(heading=False)]
     out += ["## Known limitations", ""] + [f"{i}. {x}" for i, x in enumerate(limitations(inp.rs, tables["throughput"]), 1)]
     if inp.rs.warnings:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in inp.rs.warnings]

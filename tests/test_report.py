@@ -109,6 +109,8 @@ def test_report_writes_every_artefact_in_seed_order(tmp_path):
                 "## Known limitations", "## Where the numbers come from"]
     positions = [md.index(s) for s in sections]
     assert positions == sorted(positions)
+    headings = [ln.lstrip("#").strip() for ln in md.splitlines() if ln.startswith("#")]
+    assert len(headings) == len(set(headings)), [h for h in headings if headings.count(h) > 1]
     assert "The denominator is 3, not 4" in md and "No dispersion" in md
     assert "gpt-oss-120b mixed 29/26" not in md.split("## Full data")[0]  # 1.01x is not a headline
     assert "Llama-3.1-8B-Instruct long-context 26/18: 1.53x (faster" in md
