@@ -167,6 +167,14 @@ class StackDir(BaseModel):
         return sorted(p.stem for p in self.root.glob("*.yaml"))
 
     def load(self, leg: str) -> StackFile:
+        """A leg by name (stacks/<leg>.yaml), or a stack file by path (bisect's derived stacks,
+        an ad-hoc leg): anything ending in .yaml/.yml or naming a directory is a path."""
+        if leg.endswith((".yaml", ".yml")) or "/" in leg:
+            path = Path(leg)
+            if not path.is_file():
+                raise AblationError(f"unknown leg '{leg}': {path} is not a file; give a leg name "
+                                    f"({', '.join(self.legs()) or 'none'}) or a stack file's path")
+            return load_stack_file(path)
         path = self.root / f"{leg}.yaml"
         if not path.is_file():
             known = ", ".join(self.legs()) or "none"

@@ -11,7 +11,7 @@ import json
 import os
 import signal
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ablation import layout
@@ -81,7 +81,12 @@ class Sweep:
         """Everything bad input can break, checked before the host lock is awaited or a venv is built."""
         if not opts.legs:
             raise AblationError("no legs given; pass --leg (known legs: " + ", ".join(self.stacks.legs()) + ")")
-        stack_files = {leg: self.stacks.load(leg) for leg in opts.legs}
+        stack_files: dict[str, StackFile] = {}
+        for given in opts.legs:  # keyed by the leg's own name: a path given as --leg runs as that leg
+            sf = self.stacks.load(given)
+            if sf.leg in stack_files:
+                raise AblationError(f"--leg: leg '{sf.leg}' given twice ({stack_files[sf.leg].path}, {sf.path})")
+            stack_files[sf.leg] = sf
         for sf in stack_files.values():
             self._check_platform(sf)
         table = opts.scenarios.table
@@ -94,7 +99,7 @@ class Sweep:
         resolved = resolved or self.validate(opts)
         envs = {}
         tasks = []
-        for repeat, legs in leg_order(opts.legs, opts.repeats):
+        for repeat, legs in leg_order(list(resolved.stack_files), opts.repeats):
             for leg in legs:
                 sf = resolved.stack_files[leg]
                 for m in opts.scenarios.table.models:
@@ -116,9 +121,10 @@ class Sweep:
             raise AblationError(f"cannot resume run '{run_id}': {layout.events_file(run_dir)} does not exist")
         if not opts.resume and layout.events_file(run_dir).exists():
             raise AblationError(f"run '{run_id}' already exists in {run_dir}; pass --resume {run_id} to continue it")
+        resolved = self.validate(opts)
+        opts = replace(opts, legs=list(resolved.stack_files))  # leg names from here on, never paths
         if opts.resume:
             self._check_resume_matches(run_dir, opts)
-        resolved = self.validate(opts)
         with host_lock(opts.lock_path, run_id, opts.wait_for_lock, log=self.log):
             return self._run_locked(opts, run_id, run_dir, resolved)
 

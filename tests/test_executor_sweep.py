@@ -138,3 +138,16 @@ def test_resume_of_unknown_run_and_duplicate_run_id_are_one_line_errors(project)
                           capture_output=True, text=True)
     assert "is not the table run 'x' started with" in one_line_error(proc)
     assert (project / "results/x/run.jsonl").read_bytes() == before
+
+
+def test_a_leg_given_by_path_runs_and_records_as_that_leg(project):
+    path = project / "stacks" / "la.yaml"
+    proc = subprocess.run(argv(project, "--leg", str(path), "--leg", "lb", "--run-id", "bypath"), cwd=REPO,
+                          env=env(project, 0), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run = project / "results" / "bypath"
+    assert sorted(p.name for p in run.iterdir() if p.is_dir()) == ["la", "lb"]
+    assert json.loads((run / "MANIFEST.json").read_text())["legs"] == ["la", "lb"]
+    line = one_line_error(subprocess.run(argv(project, "--leg", str(path), "--leg", "la"), cwd=REPO,
+                                         env=env(project, 0), capture_output=True, text=True, timeout=600))
+    assert "leg 'la' given twice" in line

@@ -129,3 +129,19 @@ def test_stacks_env_exports_what_the_harness_runs_with(tmp_path, cli):
                             '"$FLASHINFER_WORKSPACE_BASE" "${PYTHONPATH-unset}"'],
                            capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}).stdout
     assert shown == f"0|a b'c|{tmp_path / 'venvs' / 'x' / 'jit-cache'}|unset"
+
+
+def test_a_stack_file_path_works_wherever_a_leg_name_does(cli, tmp_path):
+    """`stacks show /some/path/leg.yaml` (bisect's derived stacks, ad-hoc legs), with the same errors."""
+    adhoc = tmp_path / "elsewhere" / "0.29-cpu.yaml"
+    adhoc.parent.mkdir()
+    adhoc.write_text((REPO / "stacks" / "0.29-cpu.yaml").read_text())
+    proc = cli("stacks", "show", str(adhoc))
+    assert proc.returncode == 0, proc.stderr
+    assert "0.29.0" in proc.stdout
+    line = one_line_error(cli("stacks", "show", str(tmp_path / "nope" / "leg.yaml")))
+    assert "unknown leg" in line and "nope/leg.yaml is not a file" in line
+    wrong = tmp_path / "elsewhere" / "other.yaml"
+    wrong.write_text(adhoc.read_text())
+    line = one_line_error(cli("stacks", "show", str(wrong)))
+    assert "field 'leg'" in line and "'other'" in line
