@@ -17,7 +17,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from ablation.results import ResultSet, TaskResult
-from ablation.stats import NOISE_BAND, MIN_REPEATS, RatioEstimate, compare_samples, format_measure
+from ablation.stats import NOISE_BAND, MIN_REPEATS, RatioEstimate, compare_many, format_measure
 from ablation.stats import relative_uncertainty
 
 MISSING = "—"
@@ -141,12 +141,16 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
     max_n = 0
-    for key in sorted(cells, key=lambda k: order[k]):
+    keys = sorted(cells, key=lambda k: order[k])
+    wanted = [(key, j) for key in keys for j, (a, b) in enumerate(pairs) if a in cells[key] and b in cells[key]]
+    batch = compare_many([(cells[k][pairs[j][0]], cells[k][pairs[j][1]]) for k, j in wanted], higher_better,
+                         noise_band)  # every bootstrap of the table in one batched step
+    estimates = dict(zip(wanted, batch))
+    for key in keys:
         values = cells[key]
         max_n = max(max_n, *(len(v) for v in values.values()))
         med = {leg: statistics.median(v) for leg, v in values.items()}
-        ests = [compare_samples(values[a], values[b], higher_better, noise_band)
-                if a in values and b in values else None for a, b in pairs]
+        ests = [estimates.get((key, j)) for j in range(len(pairs))]
         shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, []), noise_band))
                  for leg in legs]
         row_ctl = controls.get((key.model_id, key.workload), RowControls([], list(CONTROL_FIELDS)))

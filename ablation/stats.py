@@ -1,8 +1,8 @@
 """Ratios between legs with an honest verdict.
 
 With at least MIN_REPEATS measurements on both legs, the ratio of medians gets
-a 95% percentile-bootstrap confidence interval (scipy.stats.bootstrap, 2000
-resamples, fixed seed, so a report regenerates identically); the verdict is
+a 95% percentile-bootstrap confidence interval (2000 resamples, fixed seed, so a
+report regenerates identically; the numbers scipy.stats.bootstrap gives); the verdict is
 "faster"/"slower" only when the interval excludes 1.0. With fewer repeats
 there is no dispersion to speak of: the verdict uses a documented noise band
 (default +/-5%, the band the seed reports asked readers to apply by eye) and
@@ -12,12 +12,13 @@ four significant digits.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
-from scipy.stats import bootstrap
 
 MIN_REPEATS = 3
 CONFIDENCE = 0.95
@@ -40,35 +41,111 @@ class RatioEstimate:
         return self.__dict__.copy()
 
 
-def _median_ratio(old, new, axis=-1):
-    return np.median(new, axis=axis) / np.median(old, axis=axis)
+@lru_cache(maxsize=256)
+def _resample_indices(n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
+    """The resampling indices scipy.stats.bootstrap draws for two samples of these sizes with
+    a fresh Generator(SEED): old's (RESAMPLES, n_a) first, then new's, in one batch. They
+    depend on the sizes alone, so every cell of that shape shares them (a memo, not state)."""
+    rng = np.random.default_rng(SEED)
+    ia = rng.integers(0, n_a, (RESAMPLES, n_a))
+    ib = rng.integers(0, n_b, (RESAMPLES, n_b))
+    ia.setflags(write=False)
+    ib.setflags(write=False)
+    return ia, ib
+
+
+CHUNK = 512  # cells per vectorised step (fallback path): bounds memory at CHUNK x RESAMPLES x n floats
+MAX_TABLED_N = 6  # up to 6! = 720 orderings per sample size are tabled
+
+
+@lru_cache(maxsize=32)
+def _median_rank_tables(n_a: int, n_b: int, side: int) -> tuple[dict, np.ndarray, np.ndarray]:
+    """For each ordering of a sample of size n (rank of every position), the ranks of the two
+    middle order statistics of each resample. A resample's median depends only on the sample's
+    ordering and the indices drawn, so one table serves every cell of that size."""
+    idx = _resample_indices(n_a, n_b)[side]
+    n = idx.shape[1]
+    orderings = list(itertools.permutations(range(n)))
+    lo = np.empty((len(orderings), idx.shape[0]), dtype=np.intp)
+    hi = np.empty_like(lo)
+    for row, ranks in enumerate(orderings):
+        r = np.sort(np.asarray(ranks)[idx], axis=-1)
+        lo[row], hi[row] = r[:, (n - 1) // 2], r[:, n // 2]
+    return {o: i for i, o in enumerate(orderings)}, lo, hi
+
+
+def _resampled_medians(sample: np.ndarray, n_a: int, n_b: int, side: int) -> np.ndarray:
+    """median(sample[idx]) for every resample row, as np.median gives it."""
+    order = np.argsort(sample, kind="stable")
+    ranks = np.empty(sample.size, dtype=np.intp)
+    ranks[order] = np.arange(sample.size)
+    where, lo, hi = _median_rank_tables(n_a, n_b, side)
+    row = where[tuple(ranks.tolist())]
+    ordered = sample[order]
+    return (ordered[lo[row]] + ordered[hi[row]]) / 2
+
+
+def bootstrap_intervals(samples: list[tuple[list[float], list[float]]]) -> list[tuple[float, float]]:
+    """95% percentile-bootstrap intervals of median(b)/median(a) for many (a, b) at once: the
+    numbers scipy.stats.bootstrap(..., method="percentile", n_resamples=RESAMPLES,
+    rng=default_rng(SEED)) gives per cell (tested to 1e-9), without one scipy call per cell
+    (87% of the comparer's time on 10,000 results). Small samples (the usual 3-5 repeats) take
+    their resampled medians from a per-size table of order statistics; larger ones sort."""
+    alpha = (1 - CONFIDENCE) / 2
+    out: list[tuple[float, float] | None] = [None] * len(samples)
+    by_shape: dict[tuple[int, int], list[int]] = {}
+    for i, (a, b) in enumerate(samples):
+        by_shape.setdefault((len(a), len(b)), []).append(i)
+    for (n_a, n_b), members in by_shape.items():
+        ia, ib = _resample_indices(n_a, n_b)
+        for start in range(0, len(members), CHUNK):
+            chunk = members[start:start + CHUNK]
+            a = np.asarray([samples[i][0] for i in chunk], dtype=float)  # (cells, n_a)
+            b = np.asarray([samples[i][1] for i in chunk], dtype=float)
+            if max(n_a, n_b) <= MAX_TABLED_N:
+                med_a = np.stack([_resampled_medians(x, n_a, n_b, 0) for x in a])
+                med_b = np.stack([_resampled_medians(x, n_a, n_b, 1) for x in b])
+            else:
+                med_a, med_b = np.median(a[:, ia], axis=-1), np.median(b[:, ib], axis=-1)
+            q = np.quantile(med_b / med_a, [alpha, 1 - alpha], axis=-1)  # (2, cells)
+            for j, i in enumerate(chunk):
+                out[i] = (float(q[0, j]), float(q[1, j]))
+    return out
+
+
+def bootstrap_interval(a, b) -> tuple[float, float]:
+    return bootstrap_intervals([(a, b)])[0]
 
 
 def compare_samples(old: list[float], new: list[float], higher_is_better: bool,
                     noise_band: float = NOISE_BAND) -> RatioEstimate:
     """Speedup of `new` over `old` (new/old for throughput, old/new for latency)."""
-    if higher_is_better:
-        a, b = old, new
-    else:  # a speedup in latency is old/new: swap and invert the samples' roles
-        a, b = new, old
-    ratio = statistics.median(b) / statistics.median(a)
-    if len(a) >= MIN_REPEATS and len(b) >= MIN_REPEATS:
-        if len(set(a)) == 1 and len(set(b)) == 1:
-            low = high = ratio  # no spread at all: the bootstrap is degenerate
+    return compare_many([(old, new)], higher_is_better, noise_band)[0]
+
+
+def compare_many(pairs: list[tuple[list[float], list[float]]], higher_is_better: bool,
+                 noise_band: float = NOISE_BAND) -> list[RatioEstimate]:
+    """compare_samples for every (old, new), with the bootstraps batched."""
+    oriented = [(old, new) if higher_is_better else (new, old) for old, new in pairs]  # latency: old/new
+    ratios = [statistics.median(b) / statistics.median(a) for a, b in oriented]
+    needs = [i for i, (a, b) in enumerate(oriented)
+             if len(a) >= MIN_REPEATS and len(b) >= MIN_REPEATS and not (len(set(a)) == 1 and len(set(b)) == 1)]
+    intervals = dict(zip(needs, bootstrap_intervals([oriented[i] for i in needs])))
+    out = []
+    for i, ((old, new), (a, b), ratio) in enumerate(zip(pairs, oriented, ratios)):
+        if len(a) >= MIN_REPEATS and len(b) >= MIN_REPEATS:
+            low, high = intervals.get(i, (ratio, ratio))  # no spread at all: the bootstrap is degenerate
+            verdict = "faster" if low > 1.0 else "slower" if high < 1.0 else "no difference detected"
+            out.append(RatioEstimate(ratio, low, high, "bootstrap", verdict, len(old), len(new)))
+            continue
+        if ratio > 1 + noise_band:
+            verdict = "faster"
+        elif ratio < 1 / (1 + noise_band):
+            verdict = "slower"
         else:
-            res = bootstrap((np.asarray(a), np.asarray(b)), _median_ratio, vectorized=True, paired=False,
-                            confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile",
-                            random_state=np.random.default_rng(SEED))
-            low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        verdict = "faster" if low > 1.0 else "slower" if high < 1.0 else "no difference detected"
-        return RatioEstimate(ratio, low, high, "bootstrap", verdict, len(old), len(new))
-    if ratio > 1 + noise_band:
-        verdict = "faster"
-    elif ratio < 1 / (1 + noise_band):
-        verdict = "slower"
-    else:
-        verdict = "no difference detected"
-    return RatioEstimate(ratio, None, None, "noise-band", verdict, len(old), len(new))
+            verdict = "no difference detected"
+        out.append(RatioEstimate(ratio, None, None, "noise-band", verdict, len(old), len(new)))
+    return out
 
 
 def relative_uncertainty(values: list[float], noise_band: float = NOISE_BAND) -> float:

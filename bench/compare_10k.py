@@ -58,6 +58,39 @@ def main() -> None:
         share = f"{secs / total:6.1%} of load->markdown" if name != "write files" else ""
         print(f"  {name:26} {secs:7.2f} s  {share}")
     print(f"  load -> markdown total     {total:7.2f} s")
+    interval_side_by_side(rs)
+
+
+def interval_side_by_side(rs) -> None:
+    """The bootstrap intervals of every consecutive pair, as the tables compute them (fast path)
+    and as the comparer computed them before (scipy.stats.bootstrap per cell), in one process."""
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    from ablation.compare import collect
+    from ablation.stats import CONFIDENCE, RESAMPLES, SEED, bootstrap_intervals
+
+    def median_ratio(old, new, axis=-1):
+        return np.median(new, axis=axis) / np.median(old, axis=axis)
+
+    pairs = []
+    for kind in ("throughput", "latency"):
+        for values in collect(rs, kind).values():
+            legs = sorted(values)
+            pairs += [(values[a], values[b]) for a, b in zip(legs, legs[1:])]
+    t0 = time.perf_counter()
+    fast = bootstrap_intervals(pairs)
+    t1 = time.perf_counter()
+    slow = []
+    for a, b in pairs:
+        res = bootstrap((np.asarray(a), np.asarray(b)), median_ratio, vectorized=True, paired=False,
+                        confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile",
+                        random_state=np.random.default_rng(SEED))
+        slow.append((res.confidence_interval.low, res.confidence_interval.high))
+    t2 = time.perf_counter()
+    worst = max(max(abs(f[0] - s[0]), abs(f[1] - s[1])) for f, s in zip(fast, slow))
+    print(f"  {len(pairs)} intervals: fast {t1 - t0:.2f} s, scipy per cell {t2 - t1:.2f} s "
+          f"(scipy/fast {(t2 - t1) / (t1 - t0):.1f}x), largest difference {worst:.1e}")
 
 
 if __name__ == "__main__":
