@@ -127,7 +127,8 @@ def pair_label(a: str, b: str, legs: list[str], kind: str) -> str:
 
 
 def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baseline: str | None = None,
-                noise_band: float = NOISE_BAND) -> Table:
+                noise_band: float = NOISE_BAND, controls: dict | None = None) -> Table:
+    """`controls`: controls_by_row(rs, legs), when the caller has it already (all_tables)."""
     legs = legs or rs.legs()
     cells = collect(rs, kind)
     higher_better = kind == "throughput"
@@ -137,7 +138,7 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
         title, unit = "Throughput (tok/s, higher is better)", "tok/s"
     else:
         title, unit = "Latency (ms/tok, lower is better; ratios are speedups)", "ms/tok"
-    controls = controls_by_row(rs, legs)
+    controls = controls if controls is not None else controls_by_row(rs, legs)
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
     max_n = 0
@@ -289,10 +290,12 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
     order = row_order(rs)
     ctl = _controls(rs, legs)
 
-    def key_order(k):
-        return min((v for rk, v in order.items() if (rk.model_id, rk.workload) == k), default=(0,))
+    first: dict[tuple[str, str], tuple] = {}  # (model, workload) -> its first row's position
+    for rk, v in order.items():
+        k = (rk.model_id, rk.workload)
+        first[k] = min(first.get(k, v), v)
 
-    for key in sorted(ctl, key=key_order):
+    for key in sorted(ctl, key=lambda k: first.get(k, (0,))):
         cells = []
         for name in CONTROL_FIELDS:
             by_leg = ctl[key].get(name, {})
@@ -321,8 +324,10 @@ def _fmt_control(v) -> str:
 
 
 def all_tables(rs: ResultSet, legs: list[str] | None = None, baseline: str | None = None) -> list[Table]:
-    tables = [coverage_table(rs, legs), ratio_table(rs, "throughput", legs, baseline),
-              ratio_table(rs, "latency", legs, baseline), failures_table(rs), controls_table(rs, legs)]
+    controls = controls_by_row(rs, legs or rs.legs())  # one pass over the results for both ratio tables
+    tables = [coverage_table(rs, legs), ratio_table(rs, "throughput", legs, baseline, controls=controls),
+              ratio_table(rs, "latency", legs, baseline, controls=controls), failures_table(rs),
+              controls_table(rs, legs)]
     return tables
 
 
