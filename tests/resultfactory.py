@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ablation import layout
+from ablation.record import ModelRef, ScenarioRef, TaskRecord
 
 
 def write_result(run_dir: Path, leg: str, model: str, values: dict[str, float], *, tp: int = 1,
@@ -20,13 +20,12 @@ def write_result(run_dir: Path, leg: str, model: str, values: dict[str, float], 
     slug = model.replace("/", "__")
     files = layout.TaskFiles(layout.task_dir(run_dir, leg, slug), repeat, attempt)
     files.directory.mkdir(parents=True, exist_ok=True)
-    record = {
-        "schema": "vllm-ablation/result/1", "run_id": run_dir.name, "task_id": f"{leg}/{slug}/r{repeat}",
-        "leg": leg, "variant": None, "model_id": model, "model_slug": slug, "model_index": model_index, "tp": tp,
-        "repeat": repeat, "attempt": attempt, "status": status, "cause": cause, "skip_reason": skip_reason,
-        "scenario_table": {"name": "t", "path": "t.yaml", "sha256": sha},
-        "model": {"spec": {"workloads": list(values)}},
-        "workloads": workloads if status == "PASS" else {}, "engine": engine or {},
-    }
-    files.results.write_text(json.dumps(record))
+    # Built as the executor builds it, so a fixture can never drift from the schema.
+    TaskRecord(
+        run_id=run_dir.name, task_id=f"{leg}/{slug}/r{repeat}", leg=leg, model_id=model, model_slug=slug,
+        model_index=model_index, tp=tp, repeat=repeat, attempt=attempt, status=status, cause=cause,
+        skip_reason=skip_reason, scenario_table=ScenarioRef(name="t", path="t.yaml", sha256=sha),
+        model=ModelRef(spec={"workloads": list(values)}),
+        workloads=workloads if status == "PASS" else {}, engine=engine or {},
+    ).write(files.results)
     return files.results
