@@ -128,7 +128,7 @@ def pair_label(a: str, b: str, legs: list[str], kind: str) -> str:
 
 def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baseline: str | None = None,
                 noise_band: float = NOISE_BAND, controls: dict | None = None) -> Table:
-    """`controls`: controls_by_row(rs, legs), when the caller has it already (all_tables)."""
+    """`controls`: controls_by_row(...) of these results, when the caller has it already (all_tables)."""
     legs = legs or rs.legs()
     cells = collect(rs, kind)
     higher_better = kind == "throughput"
@@ -138,7 +138,7 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
         title, unit = "Throughput (tok/s, higher is better)", "tok/s"
     else:
         title, unit = "Latency (ms/tok, lower is better; ratios are speedups)", "ms/tok"
-    controls = controls if controls is not None else controls_by_row(rs, legs)
+    controls = controls if controls is not None else controls_by_row(_controls(rs, legs))
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
     max_n = 0
@@ -275,20 +275,22 @@ class RowControls:
         return "same"
 
 
-def controls_by_row(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], RowControls]:
+def controls_by_row(ctl: dict[tuple[str, str], dict[str, dict[str, object]]]) -> dict[tuple[str, str], RowControls]:
+    """Per (model, workload): which controls differ and which no leg reported (from _controls)."""
     out = {}
-    for key, per in _controls(rs, legs).items():
+    for key, per in ctl.items():
         states = {name: control_state(per.get(name, {})) for name in CONTROL_FIELDS}
         out[key] = RowControls([n for n, s in states.items() if s == "differs"],
                                [n for n, s in states.items() if s == "not reported"])
     return out
 
 
-def controls_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
+def controls_table(rs: ResultSet, legs: list[str] | None = None, ctl: dict | None = None) -> Table:
+    """`ctl`: _controls(rs, legs), when the caller has it already (all_tables)."""
     legs = legs or rs.legs()
     table = Table("Controls: was the comparison like for like?", ["model", "workload", *CONTROL_FIELDS], [])
     order = row_order(rs)
-    ctl = _controls(rs, legs)
+    ctl = ctl if ctl is not None else _controls(rs, legs)
 
     first: dict[tuple[str, str], tuple] = {}  # (model, workload) -> its first row's position
     for rk, v in order.items():
@@ -324,10 +326,11 @@ def _fmt_control(v) -> str:
 
 
 def all_tables(rs: ResultSet, legs: list[str] | None = None, baseline: str | None = None) -> list[Table]:
-    controls = controls_by_row(rs, legs or rs.legs())  # one pass over the results for both ratio tables
+    ctl = _controls(rs, legs or rs.legs())  # one pass over the results for all three tables that use it
+    controls = controls_by_row(ctl)
     tables = [coverage_table(rs, legs), ratio_table(rs, "throughput", legs, baseline, controls=controls),
               ratio_table(rs, "latency", legs, baseline, controls=controls), failures_table(rs),
-              controls_table(rs, legs)]
+              controls_table(rs, legs, ctl=ctl)]
     return tables
 
 

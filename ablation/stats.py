@@ -44,7 +44,8 @@ class RatioEstimate:
 @lru_cache(maxsize=256)
 def _resample_indices(n_a: int, n_b: int) -> tuple[np.ndarray, np.ndarray]:
     """The resampling indices scipy.stats.bootstrap draws for two samples of these sizes with
-    a fresh Generator(SEED): old's (RESAMPLES, n_a) first, then new's, in one batch. They
+    a fresh Generator(SEED): the first sample's (RESAMPLES, n_a) (the ratio's denominator),
+    then the second's, in one batch. They
     depend on the sizes alone, so every cell of that shape shares them (a memo, not state)."""
     rng = np.random.default_rng(SEED)
     ia = rng.integers(0, n_a, (RESAMPLES, n_a))
@@ -117,6 +118,20 @@ def bootstrap_interval(a, b) -> tuple[float, float]:
     return bootstrap_intervals([(a, b)])[0]
 
 
+def scipy_bootstrap_interval(a, b) -> tuple[float, float]:
+    """The reference bootstrap_intervals is held to (the comparer's former implementation):
+    one scipy.stats.bootstrap call per cell. For the equivalence test and bench/compare_10k.py."""
+    from scipy.stats import bootstrap
+
+    def median_ratio(first, second, axis=-1):
+        return np.median(second, axis=axis) / np.median(first, axis=axis)
+
+    res = bootstrap((np.asarray(a), np.asarray(b)), median_ratio, vectorized=True, paired=False,
+                    confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile",
+                    random_state=np.random.default_rng(SEED))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
 def compare_samples(old: list[float], new: list[float], higher_is_better: bool,
                     noise_band: float = NOISE_BAND) -> RatioEstimate:
     """Speedup of `new` over `old` (new/old for throughput, old/new for latency)."""
@@ -128,13 +143,14 @@ def compare_many(pairs: list[tuple[list[float], list[float]]], higher_is_better:
     """compare_samples for every (old, new), with the bootstraps batched."""
     oriented = [(old, new) if higher_is_better else (new, old) for old, new in pairs]  # latency: old/new
     ratios = [statistics.median(b) / statistics.median(a) for a, b in oriented]
-    needs = [i for i, (a, b) in enumerate(oriented)
-             if len(a) >= MIN_REPEATS and len(b) >= MIN_REPEATS and not (len(set(a)) == 1 and len(set(b)) == 1)]
-    intervals = dict(zip(needs, bootstrap_intervals([oriented[i] for i in needs])))
+    repeated = [len(a) >= MIN_REPEATS and len(b) >= MIN_REPEATS for a, b in oriented]
+    # Without any spread the bootstrap is degenerate: the interval is the ratio itself.
+    spread = [i for i, (a, b) in enumerate(oriented) if repeated[i] and (len(set(a)) > 1 or len(set(b)) > 1)]
+    intervals = dict(zip(spread, bootstrap_intervals([oriented[i] for i in spread])))
     out = []
-    for i, ((old, new), (a, b), ratio) in enumerate(zip(pairs, oriented, ratios)):
-        if len(a) >= MIN_REPEATS and len(b) >= MIN_REPEATS:
-            low, high = intervals.get(i, (ratio, ratio))  # no spread at all: the bootstrap is degenerate
+    for i, ((old, new), ratio) in enumerate(zip(pairs, ratios)):
+        if repeated[i]:
+            low, high = intervals.get(i, (ratio, ratio))
             verdict = "faster" if low > 1.0 else "slower" if high < 1.0 else "no difference detected"
             out.append(RatioEstimate(ratio, low, high, "bootstrap", verdict, len(old), len(new)))
             continue

@@ -64,14 +64,8 @@ def main() -> None:
 def interval_side_by_side(rs) -> None:
     """The bootstrap intervals of every consecutive pair, as the tables compute them (fast path)
     and as the comparer computed them before (scipy.stats.bootstrap per cell), in one process."""
-    import numpy as np
-    from scipy.stats import bootstrap
-
     from ablation.compare import collect
-    from ablation.stats import CONFIDENCE, RESAMPLES, SEED, bootstrap_intervals
-
-    def median_ratio(old, new, axis=-1):
-        return np.median(new, axis=axis) / np.median(old, axis=axis)
+    from ablation.stats import bootstrap_intervals, scipy_bootstrap_interval
 
     pairs = []
     for kind in ("throughput", "latency"):
@@ -81,12 +75,7 @@ def interval_side_by_side(rs) -> None:
     t0 = time.perf_counter()
     fast = bootstrap_intervals(pairs)
     t1 = time.perf_counter()
-    slow = []
-    for a, b in pairs:
-        res = bootstrap((np.asarray(a), np.asarray(b)), median_ratio, vectorized=True, paired=False,
-                        confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile",
-                        random_state=np.random.default_rng(SEED))
-        slow.append((res.confidence_interval.low, res.confidence_interval.high))
+    slow = [scipy_bootstrap_interval(a, b) for a, b in pairs]
     t2 = time.perf_counter()
     worst = max(max(abs(f[0] - s[0]), abs(f[1] - s[1])) for f, s in zip(fast, slow))
     print(f"  {len(pairs)} intervals: fast {t1 - t0:.2f} s, scipy per cell {t2 - t1:.2f} s "

@@ -74,24 +74,8 @@ def test_wide_interval_prints_fewer_decimals():
     assert format_ratio(tight).startswith("1.10x ↑ [1.0")
 
 
-def scipy_interval(a: list[float], b: list[float]) -> tuple[float, float]:
-    """The comparer's former implementation, verbatim: scipy.stats.bootstrap per cell."""
-    import numpy as np
-    from scipy.stats import bootstrap
-
-    from ablation.stats import CONFIDENCE, RESAMPLES, SEED
-
-    def median_ratio(old, new, axis=-1):
-        return np.median(new, axis=axis) / np.median(old, axis=axis)
-
-    res = bootstrap((np.asarray(a), np.asarray(b)), median_ratio, vectorized=True, paired=False,
-                    confidence_level=CONFIDENCE, n_resamples=RESAMPLES, method="percentile",
-                    random_state=np.random.default_rng(SEED))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
-
-
 def test_fast_interval_equals_scipy_bootstrap_to_1e9():
-    from ablation.stats import bootstrap_interval, bootstrap_intervals
+    from ablation.stats import bootstrap_interval, bootstrap_intervals, scipy_bootstrap_interval
 
     fixtures = [(noisy(100, 0.05, n_a, n_a), noisy(104, 0.08, n_b, 10 + n_b)) for n_a, n_b in
                 ((3, 3), (3, 5), (5, 3), (4, 7), (9, 9), (12, 3))]
@@ -99,6 +83,6 @@ def test_fast_interval_equals_scipy_bootstrap_to_1e9():
     fixtures += [(noisy(50, 0.1, 3, 100 + i), noisy(55, 0.1, 3, 200 + i)) for i in range(5)]  # one shape, batched
     batched = bootstrap_intervals(fixtures)
     for (a, b), got in zip(fixtures, batched):
-        want = scipy_interval(a, b)
+        want = scipy_bootstrap_interval(a, b)
         assert abs(got[0] - want[0]) < 1e-9 and abs(got[1] - want[1]) < 1e-9, (a, b, got, want)
         assert bootstrap_interval(a, b) == got
