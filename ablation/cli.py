@@ -153,6 +153,9 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @click.option("--resume", "resume_id", default=None, help="continue run RUN: redo only unfinished tasks")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--timeout", "timeout_s", type=float, default=None, help="per-task timeout override (s)")
+@click.option("--stop-after", "stop_after_s", type=click.FloatRange(min=0), default=None,
+              help="start no task that, judged by the longest task so far, would end later than this many "
+                   "seconds after the start (a leased machine); finish with --resume")
 @WAIT_OPT
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: serial on this machine; ray: one task per node of an existing Ray cluster")
@@ -160,8 +163,8 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @HARNESS_OPT
 @click.pass_context
 @one_line_errors
-def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s, wait, executor, ray_address,
-        harness):
+def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s, stop_after_s, wait, executor,
+        ray_address, harness):
     """Run every scenario of the table on each leg, serially, one process per (leg, model)."""
     from ablation.machine import probe
     from ablation.models import default_models_root
@@ -175,7 +178,8 @@ def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, time
     sweep = Sweep(_stacks(ctx), _builder(ctx), default_models_root(), probe(), log=echo)
     opts = SweepOptions(list(legs), scenarios, results_root, run_id=resume_id or run_id, resume=bool(resume_id),
                         repeats=repeats, timeout_override_s=timeout_s, wait_for_lock=wait,
-                        harness=harness.resolve() if harness else None, executor=executor, ray_address=ray_address)
+                        harness=harness.resolve() if harness else None, executor=executor, ray_address=ray_address,
+                        stop_after_s=stop_after_s)
     if executor == "ray" and not ray_address:
         raise AblationError("--executor ray needs --address (the cluster's head, e.g. 127.0.0.1:6379)")
     run_dir, outcomes = sweep.run(opts)

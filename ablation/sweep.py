@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import sys
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -42,6 +43,9 @@ class SweepOptions:
     harness: Path | None = None  # only for fault injection (tests/fault_harness.py)
     executor: str = "local"  # local | ray
     ray_address: str | None = None
+    # Leased machines end at a known time: start no task that the longest task so far says
+    # cannot finish before this many seconds from the sweep's start; the rest resumes later.
+    stop_after_s: float | None = None
 
 
 @dataclass
@@ -156,7 +160,10 @@ class Sweep:
 
                 outcomes = run_on_ray(todo, ctx, opts.ray_address, progress)
             else:
+                clock = time.monotonic()
                 for i, task in enumerate(todo, 1):
+                    if self._out_of_budget(opts, ctx, time.monotonic() - clock, outcomes, len(todo) - i + 1):
+                        break
                     ctx.gpu_check = self._check_gpus_free()
                     progress.task_started(i, task.task_id)
                     outcome = run_task(task, ctx)
@@ -164,6 +171,20 @@ class Sweep:
                     outcomes.append(outcome)
         ctx.event("run_end", counts={s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")})
         return run_dir, outcomes
+
+    def _out_of_budget(self, opts: SweepOptions, ctx: RunContext, elapsed: float, outcomes: list[TaskOutcome],
+                       left: int) -> bool:
+        if opts.stop_after_s is None or not outcomes:
+            return False
+        longest = max(o.duration_s for o in outcomes)
+        if elapsed + longest <= opts.stop_after_s:
+            return False
+        ctx.event("run_stopped", reason="stop-after", elapsed_s=round(elapsed, 1), longest_task_s=round(longest, 1),
+                  stop_after_s=opts.stop_after_s, tasks_left=left)
+        self.log(f"[run {ctx.run_id}] stopping before {left} task(s): {elapsed:.0f} s elapsed + the longest task "
+                 f"so far ({longest:.0f} s) > --stop-after {opts.stop_after_s:.0f} s; continue with "
+                 f"`ablation run --resume {ctx.run_id}`")
+        return True
 
     @staticmethod
     def _check_resume_matches(run_dir: Path, opts: SweepOptions) -> None:

@@ -12,8 +12,9 @@ from conftest import REPO
 SCRIPT = REPO / "scripts" / "device-stage"
 
 
-def stage(cwd, *args):
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True)
+def stage(cwd, *args, recv=None):
+    env = {**os.environ, "DEVICE_STAGE_RECV": str(recv or cwd / "recv-outside-checkout")}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, env=env)
 
 
 def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
@@ -30,20 +31,24 @@ def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
     assert [len(list(p.glob("*.piece*"))) for p in parts] == [1, 1, 1, 3]
     for p in parts:
         assert sum(f.stat().st_size for f in p.glob("*.piece*")) <= 1_000_000
-    # each part travels in its own call and is received on the device
+    # each part travels in its own call and is received on the device; the carried .stage is
+    # replaced on every call (what the device tool does), so nothing may be kept under it
     device.mkdir()
+    recv = tmp_path / "recv"
     for p in parts:
+        shutil.rmtree(device / ".stage", ignore_errors=True)
         shutil.copytree(p, device / ".stage/parts" / p.name)
-        assert stage(device, "receive", f".stage/parts/{p.name}").returncode == 0
-    done = stage(device, "assemble")
+        assert stage(device, "receive", f".stage/parts/{p.name}", recv=recv).returncode == 0
+    shutil.rmtree(device / ".stage")
+    done = stage(device, "assemble", recv=recv)
     assert done.returncode == 0, done.stderr
     assert (device / ".stage/wheels/big-1.0-py3-none-any.whl").read_bytes() == big
     assert (device / ".stage/wheels/small-1.0-py3-none-any.whl").read_bytes() == small
     assert (device / ".stage/wheels/zero-1.0-py3-none-any.whl").read_bytes() == b""
     # a missing piece (a call that never arrived) is caught by size and sha256
-    sorted((device / ".stage/recv").glob("big-*.piece*"))[2].unlink()
+    sorted(recv.glob("big-*.piece*"))[2].unlink()
     shutil.rmtree(device / ".stage/wheels")
-    refused = stage(device, "assemble")
+    refused = stage(device, "assemble", recv=recv)
     assert refused.returncode != 0 and "big-1.0-py3-none-any.whl" in refused.stderr
     assert not (device / ".stage/wheels/big-1.0-py3-none-any.whl").exists()
 
