@@ -160,10 +160,14 @@ class Sweep:
 
                 outcomes = run_on_ray(todo, ctx, opts.ray_address, progress)
             else:
-                clock = time.monotonic()
+                clock, stopped = time.monotonic(), False
                 for i, task in enumerate(todo, 1):
-                    if self._out_of_budget(opts, ctx, time.monotonic() - clock, outcomes, len(todo) - i + 1):
-                        break
+                    # A SKIP costs nothing and is recorded even past the budget: never "not run".
+                    if task.skip_reason is None and (stopped or self._out_of_budget(
+                            opts, ctx, time.monotonic() - clock, outcomes,
+                            sum(t.skip_reason is None for t in todo[i - 1:]))):
+                        stopped = True
+                        continue
                     ctx.gpu_check = self._check_gpus_free()
                     progress.task_started(i, task.task_id)
                     outcome = run_task(task, ctx)

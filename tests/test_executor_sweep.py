@@ -153,20 +153,25 @@ def test_a_leg_given_by_path_runs_and_records_as_that_leg(project):
     assert "leg 'la' given twice" in line
 
 
-def test_stop_after_starts_no_task_that_cannot_finish_then_resume_completes(project):
-    """A leased machine: --stop-after ends the sweep between tasks, never mid-task."""
+def test_stop_after_starts_no_task_that_cannot_finish_then_resume_completes(tmp_path):
+    """A leased machine: --stop-after ends the sweep between tasks, never mid-task; a SKIP
+    (free) is still recorded after the stop, so nothing reads as "not run" that was skipped."""
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(3)]
+    models.append("{id: fault/ok, source: {path: model}, workloads: [mixed], requires: {platform: cuda}}")
+    project = fault_project(tmp_path, {"la": "1.16.0"}, models)
     subprocess.run(argv(project, "--leg", "la", "--run-id", "warm"), cwd=REPO, env=env(project, 0), check=True,
                    capture_output=True)  # builds the venv outside the timed part
     first = subprocess.run(argv(project, "--leg", "la", "--run-id", "lease", "--stop-after", "2.5"), cwd=REPO,
                            env=env(project, 1.5), capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
     events = read_jsonl(project / "results/lease/run.jsonl")
-    assert [e["event"] for e in events].count("task_end") == 1  # 1.5 s done + 1.5 s longest > 2.5 s
+    ends = {e["task_id"]: e["status"] for e in events if e["event"] == "task_end"}
+    assert ends == {"la/fault__slow-0/r1": "PASS", "la/fault__ok/r1": "SKIP"}  # 1.5 s + 1.5 s longest > 2.5 s
     stopped = [e for e in events if e["event"] == "run_stopped"]
-    assert stopped and stopped[0]["tasks_left"] == 2
+    assert len(stopped) == 1 and stopped[0]["tasks_left"] == 2
     assert "--resume lease" in first.stderr
     resumed = subprocess.run(argv(project, "--leg", "la", "--resume", "lease"), cwd=REPO, env=env(project, 0),
                              capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     ends = [e["task_id"] for e in read_jsonl(project / "results/lease/run.jsonl") if e["event"] == "task_end"]
-    assert sorted(ends) == [f"la/fault__slow-{i}/r1" for i in range(3)]
+    assert sorted(ends) == sorted([f"la/fault__slow-{i}/r1" for i in range(3)] + ["la/fault__ok/r1"])
