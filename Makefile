@@ -10,7 +10,7 @@ LEG       ?= $(CPU_LEGS)
 SCENARIOS ?= scenarios/cpu.yaml
 RESULTS   ?= results
 RUN_ID    ?= $(shell date -u +%Y%m%d-%H%M%S)
-REPEATS   ?= 1
+REPEATS   ?= 3
 
 .PHONY: ablation test test-fast install clean-venvs report
 

@@ -223,6 +223,14 @@ CANONICAL_OPT = click.option("--canonical", "canonical_path", type=click.Path(ex
                              default=None, help="CANONICAL.yaml to use [default: one found in a PATH]")
 LEGS_OPT = click.option("--legs", default=None, help="comma-separated leg order [default: version order]")
 BASELINE_OPT = click.option("--baseline", default=None, help="ratios against this leg instead of consecutive")
+BRIDGE_OPT = click.option("--bridge", default=None,
+                          help="also chain ratios across machines through this leg (both ran it); labelled as such")
+
+
+def _bridge_option(bridge: str | None, rs) -> str | None:
+    if bridge and bridge not in rs.legs():
+        raise AblationError(f"--bridge: '{bridge}' is not a leg in these results ({', '.join(rs.legs())})")
+    return bridge
 
 
 @main.command("compare")
@@ -230,9 +238,10 @@ BASELINE_OPT = click.option("--baseline", default=None, help="ratios against thi
 @click.option("--format", "fmt", type=click.Choice(["md", "csv", "json"]), default="md", show_default=True)
 @LEGS_OPT
 @BASELINE_OPT
+@BRIDGE_OPT
 @CANONICAL_OPT
 @one_line_errors
-def compare(paths, fmt, legs, baseline, canonical_path):
+def compare(paths, fmt, legs, baseline, bridge, canonical_path):
     """Throughput and latency tables with ratio columns, coverage, failures, controls."""
     from ablation.compare import render
 
@@ -240,7 +249,7 @@ def compare(paths, fmt, legs, baseline, canonical_path):
     for w in rs.warnings:
         click.echo(f"warning: {w}", err=True)
     chosen = _legs_option(legs, rs)
-    click.echo(render(rs, fmt, chosen, _baseline_option(baseline, chosen)))
+    click.echo(render(rs, fmt, chosen, _baseline_option(baseline, chosen), _bridge_option(bridge, rs)))
 
 
 @main.command("canonical")
@@ -296,16 +305,18 @@ def compare_arch(a, b, names, threshold, allow_mismatch, all_rows):
 @click.option("--threshold", type=float, default=1.25, show_default=True)
 @LEGS_OPT
 @BASELINE_OPT
+@BRIDGE_OPT
 @CANONICAL_OPT
 @one_line_errors
-def report(paths, out_dir, other, names, threshold, legs, baseline, canonical_path):
+def report(paths, out_dir, other, names, threshold, legs, baseline, bridge, canonical_path):
     """REPORT.md, tables/*.csv, report.json and index.html with plots, all from results."""
     from ablation.crossarch import check_same_table, machine_name
     from ablation.report import ReportInput, write_report
 
     rs = _load_selected(paths, canonical_path)
     chosen = _legs_option(legs, rs)
-    inp = ReportInput(rs, chosen, _baseline_option(baseline, chosen), threshold=threshold)
+    inp = ReportInput(rs, chosen, _baseline_option(baseline, chosen), threshold=threshold,
+                      bridge=_bridge_option(bridge, rs))
     if other:
         inp.other = _load_selected((other,), None)
         labels = tuple(names.split(",", 1)) if names else (machine_name(rs), machine_name(inp.other))

@@ -17,11 +17,15 @@ import statistics
 from dataclasses import asdict, dataclass, field
 
 from ablation.results import ResultSet, TaskResult
-from ablation.stats import NOISE_BAND, MIN_REPEATS, RatioEstimate, compare_many, format_measure
-from ablation.stats import relative_uncertainty
+from ablation.stats import MIN_REPEATS, RatioEstimate, compare_many, format_measure
+from ablation.stats import relative_uncertainty, within_process_spread
 
 MISSING = "—"
 VERDICT_MARK = {"faster": "↑", "slower": "↓", "no difference detected": "≈"}
+
+
+def passes_label(n: int) -> str:
+    return f"{n} pass" if n == 1 else f"{n} passes"
 
 
 def leg_label(leg: str, all_legs: list[str]) -> str:
@@ -39,6 +43,8 @@ def format_ratio(est: RatioEstimate | None) -> str:
         return MISSING
     # Two decimals claim 1% resolution; an interval wider than 20% does not support that.
     d = 1 if est.low is not None and est.high - est.low > 0.2 else 2
+    if est.verdict == "no verdict":
+        return f"{est.ratio:.{d}f}x ({passes_label(min(est.n_old, est.n_new))}, no verdict)"
     text = f"{est.ratio:.{d}f}x {VERDICT_MARK[est.verdict]}"
     if est.low is not None:
         text += f" [{est.low:.{d}f}, {est.high:.{d}f}]"
@@ -53,9 +59,10 @@ class Table:
     note: str = ""
     data: list[dict] = field(default_factory=list)  # the unformatted numbers, for JSON
 
-    def markdown(self, heading: bool = True) -> str:
-        """heading=False where the enclosing section already says what the table is."""
-        out = [f"### {self.title}", ""] if heading else []
+    def markdown(self, heading: bool = True, level: int = 3, suffix: str = "") -> str:
+        """heading=False where the enclosing section already says what the table is; `suffix`
+        (e.g. the machine) keeps headings unique where one title appears once per group."""
+        out = [f"{'#' * level} {self.title}{suffix}", ""] if heading else []
         if self.rows:
             out.append("| " + " | ".join(self.columns) + " |")
             out.append("|" + "|".join("---" for _ in self.columns) + "|")
@@ -126,8 +133,17 @@ def pair_label(a: str, b: str, legs: list[str], kind: str) -> str:
     return f"{lb}/{la}" if kind == "throughput" else f"{la}→{lb}"
 
 
+def in_process_samples(rs: ResultSet, kind: str) -> list[list[float]]:
+    """Every PASS cell's timed passes within its one process (throughput `samples`, latency `latencies`)."""
+    out = []
+    for r in latest_attempts(rs.results):
+        if r.status == "PASS":
+            out += [w.raw.get("samples") or w.raw.get("latencies") or [] for w in r.workloads.values() if w.kind == kind]
+    return out
+
+
 def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baseline: str | None = None,
-                noise_band: float = NOISE_BAND, controls: dict | None = None) -> Table:
+                controls: dict | None = None) -> Table:
     """`controls`: controls_by_row(...) of these results, when the caller has it already (all_tables)."""
     legs = legs or rs.legs()
     cells = collect(rs, kind)
@@ -144,15 +160,15 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
     max_n = 0
     keys = sorted(cells, key=lambda k: order[k])
     wanted = [(key, j) for key in keys for j, (a, b) in enumerate(pairs) if a in cells[key] and b in cells[key]]
-    batch = compare_many([(cells[k][pairs[j][0]], cells[k][pairs[j][1]]) for k, j in wanted], higher_better,
-                         noise_band)  # every bootstrap of the table in one batched step
+    batch = compare_many([(cells[k][pairs[j][0]], cells[k][pairs[j][1]]) for k, j in wanted],
+                         higher_better)  # every bootstrap of the table in one batched step
     estimates = dict(zip(wanted, batch))
     for key in keys:
         values = cells[key]
         max_n = max(max_n, *(len(v) for v in values.values()))
         med = {leg: statistics.median(v) for leg, v in values.items()}
         ests = [estimates.get((key, j)) for j in range(len(pairs))]
-        shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, []), noise_band))
+        shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, [])))
                  for leg in legs]
         row_ctl = controls.get((key.model_id, key.workload), RowControls([], list(CONTROL_FIELDS)))
         table.rows.append([key.model_id, str(key.tp), key.workload, *shown, *(format_ratio(e) for e in ests),
@@ -162,15 +178,22 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
                            "ratios": {c: (e.as_dict() if e else None) for c, e in zip(ratio_cols, ests)},
                            "controls_differ": row_ctl.differs,
                            "controls_not_reported": row_ctl.unreported})
-    if max_n >= MIN_REPEATS:
-        table.note = (f"Medians of up to {max_n} repeats. Ratios: median ratio, 95% percentile-bootstrap "
-                      "interval in brackets; ↑ better / ↓ worse when the interval excludes 1.00, otherwise "
-                      "≈ no difference detected.")
-    else:
-        table.note = (f"Single timed pass per cell (fewer than {MIN_REPEATS} repeats): no dispersion. "
-                      f"↑/↓ only outside a ±{noise_band:.0%} noise band, else ≈ no difference detected. "
-                      "Values are rounded to the digits that band supports.")
+    table.note = verdict_note(max_n, within_process_spread(in_process_samples(rs, kind)))
     return table
+
+
+def verdict_note(max_n: int, in_process: float | None) -> str:
+    """The footnote says what noise was measured, and how, for the verdicts beside it."""
+    measured = (f" Within one process the timed passes spread ±{in_process:.1%} (median over cells): "
+                "in-process noise only, not used for verdicts." if in_process is not None else "")
+    if max_n >= MIN_REPEATS:
+        return (f"Medians of up to {max_n} process repeats per leg. Ratios: median ratio, 95% percentile-bootstrap "
+                "interval of the between-process repeats in brackets; ↑ better / ↓ worse when the interval "
+                "excludes 1.00, otherwise ≈ no difference detected. A cell with fewer than "
+                f"{MIN_REPEATS} repeats gets no verdict." + measured)
+    return (f"{max_n} process{'es' if max_n != 1 else ''} per leg and cell, fewer than {MIN_REPEATS}: no between-process "
+            "dispersion was measured and no ratio gets a verdict (↑/↓/≈); rerun with `--repeats 3`. Unrepeated "
+            "values are printed to 3 significant digits." + measured)
 
 
 def status_by_cell(rs: ResultSet) -> dict[tuple[str, str], tuple[str, str]]:
@@ -334,17 +357,48 @@ def all_tables(rs: ResultSet, legs: list[str] | None = None, baseline: str | Non
     return tables
 
 
-def render(rs: ResultSet, fmt: str, legs: list[str] | None = None, baseline: str | None = None) -> str:
-    tables = all_tables(rs, legs, baseline)
+def render(rs: ResultSet, fmt: str, legs: list[str] | None = None, baseline: str | None = None,
+           bridge: str | None = None) -> str:
+    """One section per (scenario table, machine) group: ratio columns never cross a group.
+    `bridge`: add the ratios chained through that leg across machines, labelled as such."""
+    from ablation.groups import bridge_table, group_results
+
+    groups = group_results(rs)
+    sections = []
+    for g in groups:
+        g_legs = g.legs(legs)
+        g_base = baseline if baseline in g_legs else None
+        sections.append((g, all_tables(g.rs, g_legs, g_base) if g_legs else []))
+    bridged = [bridge_table(groups, bridge, kind) for kind in ("throughput", "latency")] if bridge else []
     if fmt == "json":
         return json.dumps({"warnings": rs.warnings, "scenario_sha256": sorted(rs.scenario_hashes()),
-                           "tables": [{"title": t.title, "columns": t.columns, "rows": t.data} for t in tables]},
-                          indent=2, default=str)
+                           "groups": [{"machine": g.key.machine, "scenario_sha256": g.key.scenario_sha256,
+                                       "scenario_name": g.key.scenario_name, "legs": g.legs(legs),
+                                       "tables": [_json_table(t) for t in tables]} for g, tables in sections],
+                           **({"tables": [_json_table(t) for t in sections[0][1]]} if len(sections) == 1 else {}),
+                           "bridged": [_json_table(t) for t in bridged]}, indent=2, default=str)
     if fmt == "csv":
-        return "\n".join(f"# {t.title}\n{t.csv()}" for t in tables)
+        return "\n".join(f"# {_prefix(g, len(sections))}{t.title}\n{t.csv()}" for g, tables in sections for t in tables) \
+            + "".join(f"\n# {t.title}\n{t.csv()}" for t in bridged)
     hashes = sorted(rs.scenario_hashes())
     header = f"Scenario table sha256: {', '.join(h[:12] for h in hashes) or 'none'}\n"
-    if len(hashes) > 1:
-        header += "WARNING: results come from different scenario tables; ratios across them are not comparable.\n"
+    if len(sections) > 1:
+        header += (f"{len(sections)} groups (scenario table x machine): {'; '.join(g.label for g, _ in sections)}. "
+                   "Ratio columns exist only within a group; across machines use `ablation compare-arch`, "
+                   "or `--bridge LEG` for ratios chained through a leg both machines ran.\n")
     warn = "".join(f"WARNING: {w}\n" for w in rs.warnings)
-    return header + warn + "\n" + "\n".join(t.markdown() for t in tables)
+    body = []
+    for g, tables in sections:
+        if len(sections) > 1:
+            body.append(f"## {g.label}\n")
+        body += [t.markdown(suffix=f" · {g.key.machine}" if len(sections) > 1 else "") for t in tables]
+    body += [t.markdown() for t in bridged]
+    return header + warn + "\n" + "\n".join(body)
+
+
+def _prefix(group, n_groups: int) -> str:
+    return f"{group.label}: " if n_groups > 1 else ""
+
+
+def _json_table(t: Table) -> dict:
+    return {"title": t.title, "columns": t.columns, "rows": t.data}

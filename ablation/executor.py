@@ -24,6 +24,7 @@ from ablation.jsonio import append_jsonl, read_jsonl, write_json_atomic
 from ablation.logparse import FailureCause, attribute_failure, engine_facts_from_log
 from ablation.machine import Machine
 from ablation.models import PreparedModel
+from ablation.phases import breakdown_line, task_phases
 from ablation.record import ModelRef, ScenarioRef, StackRef, TaskRecord
 from ablation.scenarios import ModelSpec, ScenarioFile
 from ablation.venvs import LegEnv, without_runner_python
@@ -54,6 +55,7 @@ class TaskOutcome:
     cause: dict | None
     results_path: Path
     duration_s: float
+    phases: dict[str, float] | None = None
 
 
 @dataclass
@@ -233,6 +235,7 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
     harness, problem = _read_harness_output(files.harness_output)
     status, cause = _decide(exit_code, timed_out, harness, problem, log_text)
     facts = engine_facts_from_log(log_text)
+    phases = task_phases(duration, harness, (harness or {}).get("workloads"))
     record = record.model_copy(update=dict(
         status=status,
         cause=cause,
@@ -240,6 +243,7 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
         timed_out=timed_out,
         timeout_s=timeout,
         duration_s=round(duration, 2),
+        phases=phases,
         finished_at=time.time(),
         log=files.log.name,
         engine={**(harness or {}).get("engine", {}), **facts},
@@ -249,12 +253,13 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
     record.write(files.results)
     files.harness_output.unlink(missing_ok=True)
     ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status=status, cause=cause,
-              duration_s=round(duration, 2))
-    return TaskOutcome(task.task_id, status, cause, files.results, duration)
+              duration_s=round(duration, 2), phases=phases)
+    return TaskOutcome(task.task_id, status, cause, files.results, duration, phases)
 
 
 def describe(outcome: TaskOutcome) -> str:
-    line = f"{outcome.status:4} {outcome.task_id} ({outcome.duration_s:.0f} s)"
+    line = f"{outcome.status:4} {outcome.task_id} ({outcome.duration_s:.0f} s"
+    line += f": {breakdown_line(outcome.phases)})" if outcome.phases else ")"
     if outcome.cause:
         line += f" [{outcome.cause['class']}] {outcome.cause['signature']}"
     return line

@@ -83,6 +83,7 @@ class TaskRecord(_Part):
     timed_out: bool | None = None
     timeout_s: float | None = None
     duration_s: float | None = None
+    phases: dict[str, float] | None = None  # ablation.phases: import, engine_init, warmup, timed, other (s)
     log: str | None = None  # run.log's name beside results.json
     executor: str | None = None  # "ray" when the Ray head wrote it
     engine: dict = Field(default_factory=dict)  # engine facts: harness-reported and parsed from the log

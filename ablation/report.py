@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ablation.compare import Table, all_tables
-from ablation.crossarch import failure_attribution, machine_name, speedup_table
+from ablation.crossarch import failure_attribution, speedup_table
+from ablation.groups import Group, bridge_table, group_results
 from ablation.results import ResultSet
-from ablation.stats import MIN_REPEATS, NOISE_BAND
+from ablation.stats import MIN_REPEATS
 from ablation.timestamps import utc_stamp
 
 STACK_COLUMNS = ["vllm", "torch", "CUDA", "transformers", "flashinfer-python", "nvidia-cutlass-dsl"]
@@ -28,6 +30,7 @@ class ReportInput:
     other: ResultSet | None = None  # a second machine, same scenario table
     names: tuple[str, str] | None = None
     threshold: float = 1.25
+    bridge: str | None = None  # a leg two machines both ran: chained cross-machine ratios, labelled
     notes: list[str] | None = None  # canonical selection notes
 
 
@@ -54,24 +57,29 @@ def stack_table(rs: ResultSet, legs: list[str]) -> Table:
 
 
 def headline(thr: Table, lat: Table) -> list[str]:
-    """The cells whose verdict is not 'no difference detected', largest change first."""
+    """The cells with a measured change (bootstrap verdict faster/slower), largest change first."""
     found = []
     for t in (thr, lat):
         for row in t.data:
             for col, est in row["ratios"].items():
-                if est and est["verdict"] != "no difference detected":
+                if est and est["verdict"] in ("faster", "slower"):
                     found.append((abs(est["ratio"] - 1), f"{row['model_id']} {row['workload']} {col}: "
                                   f"{est['ratio']:.2f}x ({est['verdict']}, {est['method']})"))
     found.sort(reverse=True)
     return [text for _, text in found[:10]]
 
 
+def unrepeated(thr: Table, lat: Table) -> bool:
+    return any(est and est["verdict"] == "no verdict" for t in (thr, lat) for row in t.data
+               for est in row["ratios"].values())
+
+
 def limitations(rs: ResultSet, thr: Table) -> list[str]:
     n = max((len(v) for row in thr.data for v in row["values"].values() if v), default=0)
     out = []
     if n < MIN_REPEATS:
-        out.append(f"No dispersion: fewer than {MIN_REPEATS} repeats per cell. Verdicts use a ±{NOISE_BAND:.0%} "
-                   "noise band; rerun with `--repeats 3` (or more) for confidence intervals.")
+        out.append(f"No dispersion: fewer than {MIN_REPEATS} process repeats per cell, so no ratio has a verdict; "
+                   "rerun with `--repeats 3` (or more) for confidence intervals.")
     else:
         out.append(f"Up to {n} repeats per cell, legs interleaved round by round; intervals are 95% "
                    "percentile bootstrap of the ratio of medians.")
@@ -85,40 +93,124 @@ def limitations(rs: ResultSet, thr: Table) -> list[str]:
     return out
 
 
-def build_tables(inp: ReportInput) -> dict[str, Table]:
-    coverage, thr, lat, fails, controls = all_tables(inp.rs, inp.legs, inp.baseline)
-    tables = {"coverage": coverage, "throughput": thr, "latency": lat, "failures": fails, "controls": controls,
-              "stacks": stack_table(inp.rs, inp.legs)}
-    if inp.other is not None:
-        tables["cross_arch"] = speedup_table(inp.rs, inp.other, inp.names, inp.threshold)
-        tables["cross_arch_failures"] = failure_attribution(inp.rs, inp.other, inp.names)
-    return tables
+@dataclass
+class GroupTables:
+    """One (scenario table, machine) group's tables: ratios never leave it."""
+    group: Group
+    legs: list[str]
+    tables: dict[str, Table]
+    tag: str  # "" for a one-group report, else "g1", "g2", ...: file names stay unique
 
 
-def report_markdown(inp: ReportInput, tables: dict[str, Table]) -> str:
-    legs = " → ".join(inp.legs)
+def build_tables(inp: ReportInput) -> list[GroupTables]:
+    groups = group_results(inp.rs)
+    out = []
+    for i, g in enumerate(groups, 1):
+        legs = g.legs(inp.legs)
+        coverage, thr, lat, fails, controls = all_tables(g.rs, legs, inp.baseline if inp.baseline in legs else None)
+        tables = {"coverage": coverage, "throughput": thr, "latency": lat, "failures": fails, "controls": controls,
+                  "stacks": stack_table(g.rs, legs)}
+        out.append(GroupTables(g, legs, tables, "" if len(groups) == 1 else f"g{i}"))
+    if inp.other is not None:  # compare-arch's section: the whole set against the other machine
+        out[0].tables["cross_arch"] = speedup_table(inp.rs, inp.other, inp.names, inp.threshold)
+        out[0].tables["cross_arch_failures"] = failure_attribution(inp.rs, inp.other, inp.names)
+    return out
+
+
+def bridged_tables(inp: ReportInput) -> list[Table]:
+    if not inp.bridge:
+        return []
+    groups = group_results(inp.rs)
+    return [bridge_table(groups, inp.bridge, kind) for kind in ("throughput", "latency")]
+
+
+def report_title(inp: ReportInput, gts: list[GroupTables]) -> str:
+    machines = []
+    for gt in gts:
+        if gt.group.key.machine not in machines:
+            machines.append(gt.group.key.machine)
+    if len(gts) == 1:
+        return f"vLLM {' → '.join(gts[0].legs)}: ablation on {machines[0]}"
+    per = "; ".join(f"{' → '.join(gt.legs)} on {gt.group.key.machine}" for gt in gts)
+    return f"vLLM ablation on {len(machines)} machine{'s' if len(machines) > 1 else ''}: {per}"
+
+
+def environment_section(gts: list[GroupTables]) -> list[str]:
+    """Every machine and table the results come from, one line per group."""
+    out = ["## Machines and scenario tables", ""]
+    for gt in gts:
+        m = gt.group.rs.results[0].record.machine
+        gpus = m.get("gpus") or []
+        clocks = {g.get("clocks_locked") for g in gpus}
+        cpu = m.get("cpu_model") or "CPU not recorded"
+        gpu = (f"{len(gpus)} x {gpus[0]['name']}, clocks {'locked' if clocks == {True} else 'not locked'}"
+               if gpus else "no GPU")
+        out.append(f"- **{gt.group.label}**: {gpu}; {cpu}; legs {', '.join(gt.legs)}; "
+                   f"{len(gt.group.rs.results)} results.")
+    if len(gts) > 1:
+        out += ["", "Each group has its own sections below. Ratio columns exist only within a group (same table, "
+                "same machine); no ratio crosses two machines unless it says so (`compare-arch`, `--bridge`)."]
+    return out + [""]
+
+
+def group_names(gts: list[GroupTables]) -> dict[str, str]:
+    """Short, unique names for heading suffixes: the machine, or machine + table when one machine
+    ran two tables."""
+    machines = [gt.group.key.machine for gt in gts]
+    return {gt.tag: (gt.group.key.machine if machines.count(gt.group.key.machine) == 1 else
+                     f"{gt.group.key.machine}, {gt.group.key.scenario_name} {gt.group.key.scenario_sha256[:8]}")
+            for gt in gts}
+
+
+def headline_lines(gt: GroupTables) -> list[str]:
+    heads = headline(gt.tables["throughput"], gt.tables["latency"])
+    if heads:
+        return [f"- {h}" for h in heads]
+    if unrepeated(gt.tables["throughput"], gt.tables["latency"]):
+        return [f"- None can be stated: fewer than {MIN_REPEATS} process repeats per leg, so no ratio has a verdict. "
+                "The ratios in Full data are single-pass leads; rerun with `--repeats 3`."]
+    return ["- No cell changed beyond the measured noise: no difference detected anywhere."]
+
+
+def group_sections(inp: ReportInput, gt: GroupTables, level: int, suffix: str) -> list[str]:
+    """The seed reports' section order for one group; `suffix` keeps headings unique across groups."""
+    h = "#" * level
+    t = gt.tables
+    out = [f"{h} Coverage{suffix}", "", t["coverage"].markdown(heading=False)]
+    out += [f"{h} Headline findings{suffix}", ""] + headline_lines(gt)
+    out += ["", f"{h} Full data{suffix}", "", t["throughput"].markdown(level=level + 1, suffix=suffix),
+            t["latency"].markdown(level=level + 1, suffix=suffix)]
+    if "cross_arch" in t:
+        out += [f"{h} What transfers from {inp.names[1]} to {inp.names[0]}, and what does not", "",
+                t["cross_arch"].markdown(level=level + 1), t["cross_arch_failures"].markdown(level=level + 1)]
+    out += [f"{h} Failure attribution{suffix}", "", t["failures"].markdown(heading=False)]
+    out += [f"{h} What is controlled{suffix}", "", t["controls"].markdown(level=level + 1, suffix=suffix)]
+    out += [f"{h} Runtime stack per leg{suffix}", "", t["stacks"].markdown(heading=False)]
+    return out
+
+
+def report_markdown(inp: ReportInput, gts: list[GroupTables]) -> str:
     hashes = sorted(inp.rs.scenario_hashes())
-    out = [f"# vLLM {legs}: ablation on {machine_name(inp.rs)}", "",
+    n = len(gts)
+    out = [f"# {report_title(inp, gts)}", "",
            f"Generated {utc_stamp('human')} by `ablation report` from "
            f"{len(inp.rs.results)} results. Scenario table sha256: {', '.join(h[:16] for h in hashes)}.", ""]
-    if len(hashes) > 1:
-        out += ["**WARNING: these results come from different scenario tables; ratios across them are not "
-                "comparable.**", ""]
-    out += ["## Coverage", "", tables["coverage"].markdown(heading=False)]
-    out += ["## Headline findings", ""]
-    heads = headline(tables["throughput"], tables["latency"])
-    out += [f"- {h}" for h in heads] or ["- No cell changed beyond the noise: no difference detected anywhere."]
-    if any("noise-band" in h for h in heads):
-        out += ["", "Findings marked noise-band come from single passes: they lie outside the ±5% band, but no "
-                "dispersion was measured, so they are leads to repeat (`--repeats 3`), not established changes."]
-    out += ["", "## Full data", "", tables["throughput"].markdown(), tables["latency"].markdown()]
-    if "cross_arch" in tables:
-        out += [f"## What transfers from {inp.names[1]} to {inp.names[0]}, and what does not", "",
-                tables["cross_arch"].markdown(), tables["cross_arch_failures"].markdown()]
-    out += ["## Failure attribution", "", tables["failures"].markdown(heading=False)]
-    out += ["## What is controlled", "", tables["controls"].markdown()]
-    out += ["## Runtime stack per leg", "", tables["stacks"].markdown(heading=False)]
-    out += ["## Known limitations", ""] + [f"{i}. {x}" for i, x in enumerate(limitations(inp.rs, tables["throughput"]), 1)]
+    if n == 1:
+        out += group_sections(inp, gts[0], 2, "")
+    else:
+        out += environment_section(gts)
+        names = group_names(gts)
+        for gt in gts:
+            out += [f"## {gt.group.label}", ""] + group_sections(inp, gt, 3, f" · {names[gt.tag]}")
+    for t in bridged_tables(inp):
+        out += [t.markdown(level=2)]
+    lims = []
+    for gt in gts:
+        lims += [f"{gt.group.label}: {x}" if n > 1 else x for x in limitations(gt.group.rs, gt.tables["throughput"])
+                 if "note(s) about unreadable" not in x]
+    if inp.rs.warnings:
+        lims.append(f"{len(inp.rs.warnings)} note(s) about unreadable or excluded results: see the Warnings section.")
+    out += ["## Known limitations", ""] + [f"{i}. {x}" for i, x in enumerate(lims, 1)]
     if inp.rs.warnings:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in inp.rs.warnings]
     out += ["", "## Where the numbers come from", "",
@@ -128,45 +220,76 @@ def report_markdown(inp: ReportInput, tables: dict[str, Table]) -> str:
     return "\n".join(out)
 
 
-def _plots(inp: ReportInput, tables: dict[str, Table], out_dir: Path) -> list[str]:
+def _ratio_plot(plt, rows: list[dict], title: str, path: Path) -> bool:
+    """Ratio bars from 1.00 on a log axis symmetric about 1.00 (a 2x gain and a 2x loss look
+    alike); error bars only where an interval was measured; legend entries only with data."""
+    cols = list(rows[0]["ratios"])
+    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(rows) * len(cols)), 3.2))
+    width = 0.8 / max(1, len(cols))
+    extreme = 1.05
+    drawn = False
+    for j, col in enumerate(cols):
+        xs, ys, lows, highs = [], [], [], []
+        for i, row in enumerate(rows):
+            est = row["ratios"][col]
+            if est:
+                xs.append(i + j * width)
+                ys.append(est["ratio"])
+                lows.append(est["low"])
+                highs.append(est["high"])
+        if not xs:
+            continue  # no legend entry for a column without data
+        drawn = True
+        bars = ax.bar(xs, [y - 1.0 for y in ys], width, bottom=1.0, label=col)
+        for x, y, lo, hi, bar in zip(xs, ys, lows, highs, bars):
+            extreme = max(extreme, y, 1 / y, *(v for v in (hi, 1 / lo if lo else None) if v))
+            if lo is not None and hi is not None:
+                ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]], color="black", capsize=3, linewidth=0.8)
+            else:
+                bar.set_hatch("//")  # unrepeated: no interval was measured
+    if not drawn:
+        plt.close(fig)
+        return False
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    ax.set_yscale("log")
+    top = extreme * 1.1
+    ax.set_ylim(1 / top, top)
+    ticks = sorted({1 / extreme, extreme ** -0.5, 1.0, extreme ** 0.5, extreme})
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.2f}x"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([i + width * (len(cols) - 1) / 2 for i in range(len(rows))])
+    ax.set_xticklabels([r["model_id"] for r in rows], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("speedup (x, log scale; 1.00 = same)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _plots(inp: ReportInput, gts: list[GroupTables], out_dir: Path) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     made = []
-    for kind in ("throughput", "latency"):
-        by_workload: dict[str, list[dict]] = {}
-        for row in tables[kind].data:
-            by_workload.setdefault(row["workload"], []).append(row)
-        for workload, rows in by_workload.items():
-            cols = list(rows[0]["ratios"])
-            fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(rows) * len(cols)), 3.2))
-            width = 0.8 / max(1, len(cols))
-            for j, col in enumerate(cols):
-                xs, ys, errs = [], [], [[], []]
-                for i, row in enumerate(rows):
-                    est = row["ratios"][col]
-                    if not est:
-                        continue
-                    xs.append(i + j * width)
-                    ys.append(est["ratio"])
-                    lo, hi = est["low"], est["high"]
-                    errs[0].append(est["ratio"] - lo if lo is not None else 0)
-                    errs[1].append(hi - est["ratio"] if hi is not None else 0)
-                ax.bar(xs, ys, width, yerr=errs, label=col, capsize=3)
-            ax.axhline(1.0, color="black", linewidth=0.8)
-            ax.set_xticks([i + width * (len(cols) - 1) / 2 for i in range(len(rows))])
-            ax.set_xticklabels([r["model_id"] for r in rows], rotation=20, ha="right", fontsize=8)
-            ax.set_ylabel("speedup (x)")
-            ax.set_title(f"{workload} ({kind})")
-            ax.legend(fontsize=8)
-            fig.tight_layout()
-            name = f"plots/ratio-{kind}-{workload}.png"
-            fig.savefig(out_dir / name, dpi=110)
-            plt.close(fig)
-            made.append(name)
-    if "cross_arch" in tables:
+    for gt in gts:
+        for kind in ("throughput", "latency"):
+            by_workload: dict[str, list[dict]] = {}
+            for row in gt.tables[kind].data:
+                by_workload.setdefault(row["workload"], []).append(row)
+            for workload, rows in by_workload.items():
+                prefix = f"{gt.tag}-" if gt.tag else ""
+                name = f"plots/{prefix}ratio-{kind}-{workload}.png"
+                title = f"{workload} ({kind})" + (f" · {gt.group.key.machine}" if gt.tag else "")
+                if _ratio_plot(plt, rows, title, out_dir / name):
+                    made.append(name)
+    if "cross_arch" in gts[0].tables:
         full = speedup_table(inp.rs, inp.other, inp.names, inp.threshold, flagged_only=False)
         if full.data:
             fig, ax = plt.subplots(figsize=(4.5, 4.5))
@@ -188,43 +311,83 @@ def _plots(inp: ReportInput, tables: dict[str, Table], out_dir: Path) -> list[st
     return made
 
 
-def _html_table(t: Table) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in t.rows)
-    note = f"<p class='note'>{html.escape(t.note)}</p>" if t.note else ""
-    return f"<h3>{html.escape(t.title)}</h3><table><tr>{head}</tr>{body}</table>{note}"
+def _inline(text: str) -> str:
+    """The inline markup REPORT.md uses: **bold** and `code`."""
+    out = html.escape(text)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", out)
+    return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
 
 
-def report_html(title: str, tables: dict[str, Table], plots: list[str]) -> str:
+def markdown_to_html(md: str) -> str:
+    """REPORT.md's own subset (headings, tables, lists, paragraphs) as HTML, so the page can never
+    say anything the Markdown does not: one source, two renderings."""
+    parts, table, para = [], None, []
+
+    def flush():
+        nonlocal table, para
+        if table is not None:
+            head, *body = table
+            parts.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>"
+                         + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in body)
+                         + "</table>")
+        if para:
+            parts.append(f"<p>{_inline(' '.join(para))}</p>")
+        table, para = None, []
+
+    for line in md.splitlines():
+        if line.startswith("|"):
+            if para:
+                flush()
+            if not line.startswith("|---"):
+                table = (table or []) + [[c.strip() for c in line.strip().strip("|").split(" | ")]]
+            continue
+        if table is not None:
+            flush()
+        m = re.match(r"^(#{1,6}) (.*)", line)
+        if m:
+            flush()
+            parts.append(f"<h{len(m.group(1))}>{_inline(m.group(2))}</h{len(m.group(1))}>")
+        elif re.match(r"^(- |\d+\. )", line):
+            flush()
+            parts.append(f"<p class='item'>{_inline(line)}</p>")
+        elif line.strip():
+            para.append(line.strip())
+        else:
+            flush()
+    flush()
+    return "\n".join(parts)
+
+
+def report_html(title: str, md: str, plots: list[str]) -> str:
     css = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse}"
-           "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eee}.note{color:#555}")
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-             f"<style>{css}</style></head><body><h1>{html.escape(title)}</h1>"]
-    for key in ("coverage", "throughput", "latency", "cross_arch", "cross_arch_failures", "failures", "controls",
-                "stacks"):
-        if key in tables:
-            parts.append(_html_table(tables[key]))
-    parts += [f"<h3>{html.escape(p)}</h3><img src='{html.escape(p)}' alt='{html.escape(p)}'>" for p in plots]
-    return "".join(parts) + "</body></html>\n"
+           "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eee}p{color:#333}")
+    figures = "".join(f"<h3>{html.escape(p)}</h3><img src='{html.escape(p)}' alt='{html.escape(p)}'>" for p in plots)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{css}</style></head><body>{markdown_to_html(md)}<h2>Plots</h2>{figures}</body></html>\n")
 
 
 def write_report(inp: ReportInput, out_dir: Path) -> list[Path]:
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     (out_dir / "plots").mkdir(exist_ok=True)
-    tables = build_tables(inp)
-    md = report_markdown(inp, tables)
+    gts = build_tables(inp)
+    bridged = bridged_tables(inp)
+    md = report_markdown(inp, gts)
     written = [out_dir / "REPORT.md"]
     (out_dir / "REPORT.md").write_text(md)
-    for name, t in tables.items():
+    named = {(f"{gt.tag}-{name}" if gt.tag else name): t for gt in gts for name, t in gt.tables.items()}
+    named.update({f"bridged-{kind}": t for kind, t in zip(("throughput", "latency"), bridged)})
+    for name, t in named.items():
         (out_dir / "tables" / f"{name}.csv").write_text(t.csv())
         written.append(out_dir / "tables" / f"{name}.csv")
     (out_dir / "report.json").write_text(json.dumps(
         {"warnings": inp.rs.warnings, "legs": inp.legs, "scenario_sha256": sorted(inp.rs.scenario_hashes()),
-         "tables": {k: {"title": t.title, "columns": t.columns, "rows": t.data} for k, t in tables.items()}},
+         "groups": [{"tag": gt.tag, "machine": gt.group.key.machine, "scenario_sha256": gt.group.key.scenario_sha256,
+                     "legs": gt.legs} for gt in gts],
+         "tables": {k: {"title": t.title, "columns": t.columns, "rows": t.data} for k, t in named.items()}},
         indent=2, default=str))
     written.append(out_dir / "report.json")
-    plots = _plots(inp, tables, out_dir)
+    plots = _plots(inp, gts, out_dir)
     title = md.splitlines()[0].lstrip("# ")
-    (out_dir / "index.html").write_text(report_html(title, tables, plots))
+    (out_dir / "index.html").write_text(report_html(title, md, plots))
     written += [out_dir / "index.html"] + [out_dir / p for p in plots]
     return written

@@ -22,6 +22,7 @@ from ablation.hostlock import default_lock_path, host_lock
 from ablation.jsonio import read_jsonl, write_json_atomic
 from ablation.machine import Machine, gpu_processes
 from ablation.models import PreparedModel, prepare_model
+from ablation.phases import timed_share
 from ablation.progress import sweep_progress
 from ablation.scenarios import ScenarioFile
 from ablation.stacks import StackDir, StackFile
@@ -130,7 +131,11 @@ class Sweep:
         if opts.resume:
             self._check_resume_matches(run_dir, opts)
         with host_lock(opts.lock_path, run_id, opts.wait_for_lock, log=self.log):
-            return self._run_locked(opts, run_id, run_dir, resolved)
+            started = time.monotonic()
+            run_dir, outcomes = self._run_locked(opts, run_id, run_dir, resolved)
+            share = timed_share([o.phases for o in outcomes], time.monotonic() - started)
+            self.log(f"[run {run_id}] {share} (venv checks, engine starts, warm-ups and teardown are the rest)")
+            return run_dir, outcomes
 
     def _run_locked(self, opts: SweepOptions, run_id: str, run_dir: Path,
                     resolved: Resolved) -> tuple[Path, list[TaskOutcome]]:

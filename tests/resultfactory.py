@@ -11,7 +11,7 @@ from ablation.record import ModelRef, ScenarioRef, TaskRecord
 def write_result(run_dir: Path, leg: str, model: str, values: dict[str, float], *, tp: int = 1,
                  status: str = "PASS", repeat: int = 1, attempt: int = 1, sha: str = "table-sha",
                  cause: dict | None = None, skip_reason: str | None = None, engine: dict | None = None,
-                 model_index: int = 0) -> Path:
+                 model_index: int = 0, machine: dict | None = None) -> Path:
     """values: workload -> number; a workload whose name contains 'single' or 'batch' is latency."""
     workloads = {}
     for name, v in values.items():
@@ -27,5 +27,6 @@ def write_result(run_dir: Path, leg: str, model: str, values: dict[str, float], 
         skip_reason=skip_reason, scenario_table=ScenarioRef(name="t", path="t.yaml", sha256=sha),
         model=ModelRef(spec={"workloads": list(values)}),
         workloads=workloads if status == "PASS" else {}, engine=engine or {},
+        machine=machine if machine is not None else {"cpu_model": "fixture CPU"},
     ).write(files.results)
     return files.results

@@ -82,11 +82,11 @@ def test_seed_ratios_rederived_from_per_leg_numbers(tmp_path):
     # the tolerance is per cell and tight: a mistranscribed ratio fails where rounding is fine
     assert not close(("1.65x", "1.07x"), ("1.65x", "1.07x"), ("4368", "7209", "7649"), True)
     llama = rows_by_key(thr)[("Llama-3.1-8B-Instruct", "long-context")]
-    assert llama[-3:-1] == ["1.53x ↑", "1.00x ≈"]  # single pass: verdict from the ±5% band
+    assert llama[-3:-1] == ["1.53x (1 pass, no verdict)", "1.00x (1 pass, no verdict)"]  # one process per leg: a 53% lead is still no verdict
     assert ratios(rows_by_key(lat)[("gpt-oss-120b", "single-request")]) == ("1.34x", "0.96x")
     # one pass = 5% noise: three significant digits, not five
     assert rows_by_key(thr)[("Qwen3-VL-235B-A22B-Instruct-FP8", "image")][3:6] == ["6,540", "4,610", "5,400"]
-    assert "Single timed pass" in thr.note
+    assert "no between-process dispersion was measured and no ratio gets a verdict" in thr.note
 
 
 def test_baseline_compares_every_leg_to_one(tmp_path):
@@ -105,7 +105,7 @@ def test_missing_leg_gives_dash_not_a_ratio(tmp_path):
     write_result(run, "0.18", "llama", {"mixed": 100})
     rs = load_results([run])
     row = rows_by_key(ratio_table(rs, "throughput"))[("gemma-4", "mixed")]
-    assert row[3] == "—" and row[6] == "—" and row[7] == "1.06x ↑"
+    assert row[3] == "—" and row[6] == "—" and row[7] == "1.06x (1 pass, no verdict)"
     md = render(rs, "md")
     assert "| 0.18 | 1/2 | gemma-4 | — | — |" in md
     assert "| 0.18 | gemma-4 | unsupported-model | ValidationError: model type `gemma4` |" in md
@@ -135,7 +135,7 @@ def test_controls_flag_unequal_kv_cache_next_to_the_ratio(tmp_path):
     write_result(run, "0.28-cpu", "m", {"mixed": 100}, engine={"kv_cache_tokens": 1000, "attention_backend": "X"})
     write_result(run, "0.29-cpu", "m", {"mixed": 120}, engine={"kv_cache_tokens": 2000, "attention_backend": "X"})
     md = render(load_results([run]), "md")
-    assert "| m | 1 | mixed | 100 | 120 | 1.20x ↑ | differ: kv-cache |" in md
+    assert "| m | 1 | mixed | 100 | 120 | 1.20x (1 pass, no verdict) | differ: kv-cache |" in md
     assert "**DIFFERS**: 0.28-cpu 1,000 / 0.29-cpu 2,000" in md and "same (X)" in md
 
 
@@ -146,8 +146,8 @@ def test_controls_no_leg_reported_is_not_reported_never_same(tmp_path):
         write_result(run, leg, "m", {"mixed": v}, engine={"kv_cache_tokens": 1000})
         write_result(run, leg, "n", {"mixed": v})
     md = render(load_results([run]), "md")
-    assert "| m | 1 | mixed | 100 | 101 | 1.01x ≈ | same (work done, attention backend, scheduler not reported) |" in md
-    assert "| n | 1 | mixed | 100 | 101 | 1.01x ≈ | not reported |" in md
+    assert "| m | 1 | mixed | 100 | 101 | 1.01x (1 pass, no verdict) | same (work done, attention backend, scheduler not reported) |" in md
+    assert "| n | 1 | mixed | 100 | 101 | 1.01x (1 pass, no verdict) | not reported |" in md
     assert "| n | mixed | not reported | not reported | not reported | not reported |" in md
     assert "| m | mixed | not reported | same (1,000) | not reported | not reported |" in md
 
@@ -170,13 +170,38 @@ def test_mismatched_scenario_tables_are_flagged(tmp_path):
     write_result(tmp_path / "a", "0.28-cpu", "m", {"mixed": 10}, sha="aaaa")
     write_result(tmp_path / "b", "0.29-cpu", "m", {"mixed": 10}, sha="bbbb")
     md = render(load_results([tmp_path / "a", tmp_path / "b"]), "md")
-    assert "different scenario tables" in md
+    # two tables: two groups side by side, and no ratio column across them
+    assert "2 groups (scenario table x machine)" in md and "Ratio columns exist only within a group" in md
+    assert "29/28" not in md and md.count("### Throughput") == 2
+
+
+def test_results_from_two_machines_never_share_a_ratio_column_unless_bridged(tmp_path):
+    """The 26/18 + 29/26 study: 0.18 and 0.26 on one H200, 0.26 and 0.29 on another machine."""
+    h1, h2 = {"gpus": [{"name": "NVIDIA H200"}]}, {"gpus": [{"name": "NVIDIA B200"}]}
+    for leg, v in (("0.18", 100.0), ("0.26", 150.0)):
+        write_result(tmp_path / "m1", leg, "llama", {"mixed": v, "single-request": 10.0}, machine=h1)
+    for leg, v in (("0.26", 165.0), ("0.29", 198.0)):
+        write_result(tmp_path / "m2", leg, "llama", {"mixed": v, "single-request": 8.0}, machine=h2)
+    rs = load_results([tmp_path / "m1", tmp_path / "m2"])
+    md = render(rs, "md")
+    assert "## NVIDIA H200 · table t" in md and "## NVIDIA B200 · table t" in md
+    assert "26/18" in md and "29/26" in md and "29/18" not in md  # within each machine only
+    bridged = render(rs, "md", bridge="0.26")
+    row = next(ln for ln in bridged.splitlines() if ln.startswith("| llama | 1 | mixed | 29/18"))
+    # (198/165) x (150/100) = 1.80; 0.26 itself is 1.10x faster on the second machine
+    assert "1.80x (bridged via 0.26; 0.18 on NVIDIA H200, 0.29 on NVIDIA B200)" in row and row.endswith("| 1.100x |")
+    lat = next(ln for ln in bridged.splitlines() if ln.startswith("| llama | 1 | single-request | 18→29"))
+    assert "1.00x (bridged via 0.26" in lat and lat.endswith("| 1.250x |")  # 10/10 x 8/8; 0.26: 10 -> 8 ms
+    assert "NOT measured side by side" in bridged
+    data = json.loads(render(rs, "json", bridge="0.26"))
+    assert [g["machine"] for g in data["groups"]] == ["NVIDIA H200", "NVIDIA B200"] and "tables" not in data
+    assert data["bridged"][0]["rows"][0]["bridge_machine_ratio"] == 165.0 / 150.0
 
 
 def test_csv_and_json_formats(tmp_path):
     run = seed_results(tmp_path)
     csv_out = run_cli("compare", "--format", "csv", str(run)).stdout
-    assert "Llama-3.1-8B-Instruct,1,long-context,109,167,167,1.53x ↑,1.00x ≈,not reported" in csv_out
+    assert 'Llama-3.1-8B-Instruct,1,long-context,109,167,167,"1.53x (1 pass, no verdict)","1.00x (1 pass, no verdict)",not reported' in csv_out
     data = json.loads(run_cli("compare", "--format", "json", str(run)).stdout)
     thr = next(t for t in data["tables"] if t["title"].startswith("Throughput"))
     row = next(r for r in thr["rows"] if r["model_id"] == "Llama-3.1-8B-Instruct")

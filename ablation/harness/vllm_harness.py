@@ -69,7 +69,9 @@ def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int,
     params = sampling(sampling_cls, w["output_len"], detokenize)
     # Warm-up on other prompts (another seed) so no timed pass can hit the prefix cache.
     warm = make_prompts(seed + 1000, name, lengths[: min(8, len(lengths))], vocab)
+    t_warm = time.perf_counter()
     llm.generate(warm, params, use_tqdm=False)
+    warmup_s = time.perf_counter() - t_warm
     samples, elapsed_all, out_counts = [], [], []
     for i in range(w.get("num_iters", 1)):
         # Iteration 0 uses the scenario seed itself: a one-iteration table measures what it always did.
@@ -100,14 +102,18 @@ def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int,
         "total_num_tokens": in_tokens + out_tokens,
         "requests_per_second": len(lengths) / elapsed if elapsed > 0 else float("nan"),
         "tokens_per_second": (in_tokens + out_tokens) / elapsed if elapsed > 0 else float("nan"),
+        "warmup_s": warmup_s,
+        "timed_s": sum(elapsed_all),  # every timed pass, not only the median one
     }
 
 
 def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, detokenize: bool) -> dict:
     lengths = [w["input_len"]] * w["batch_size"]
     params = sampling(sampling_cls, w["output_len"], detokenize)
+    t_warm = time.perf_counter()
     for i in range(w["num_iters_warmup"]):
         llm.generate(make_prompts(seed + 1000 + i, name, lengths, vocab), params, use_tqdm=False)
+    warmup_s = time.perf_counter() - t_warm
     latencies, out_counts = [], []
     for i in range(w["num_iters"]):
         # Fresh prompts per iteration: timing repeated identical prompts would measure the prefix cache.
@@ -134,6 +140,8 @@ def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, de
         "total_output_tokens": min(out_counts),
         "expected_output_tokens": tokens_per_iter,
         "elapsed_time": sum(latencies),
+        "warmup_s": warmup_s,
+        "timed_s": sum(latencies),
     }
 
 
@@ -236,6 +244,7 @@ def main(task_path: str) -> int:
 
     vocab = _vocab_size(model["path"])
     failures = []
+    t2 = time.perf_counter()
     for w in task["workloads"]:
         name = w["name"]
         runner = run_throughput if w["kind"] == "throughput" else run_latency
@@ -248,6 +257,8 @@ def main(task_path: str) -> int:
         result["workloads"][name] = r
         print(f"[harness] {name}: {r['value']:.4g} {r['unit']} ({r['elapsed_time']:.2f} s)", flush=True)
 
+    result["timings"]["workloads_s"] = time.perf_counter() - t2  # warm-ups + timed passes + prompt making
+    result["timings"]["total_s"] = time.perf_counter() - t0
     result["checks"] = {"passed": not failures, "failures": failures}
     result["finished_at"] = time.time()
     write_json_atomic(task["output_path"], result)

@@ -1,0 +1,106 @@
+"""Results split by (scenario table, machine): the only sets inside which a ratio means something.
+
+A ratio between two legs is a claim about the legs only when both ran the same table on
+the same machine. Across groups the comparer shows side-by-side sections; a cross-machine
+number comes only from `compare-arch` or from an explicit bridge through a leg that both
+machines ran, printed with that leg's own machine-to-machine ratio beside it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from ablation.compare import Table, collect, leg_label, row_order
+from ablation.results import ResultSet, TaskResult, sort_legs
+
+
+def machine_of(r: TaskResult) -> str:
+    """GPU model (with the count when several) or CPU model, as the result recorded it."""
+    m = r.record.machine
+    gpus = m.get("gpus") or []
+    if gpus:
+        return gpus[0]["name"] + (f" x{len(gpus)}" if len(gpus) > 1 else "")
+    return m.get("cpu_model") or "unknown machine"
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    scenario_sha256: str
+    scenario_name: str
+    machine: str
+
+
+@dataclass
+class Group:
+    key: GroupKey
+    rs: ResultSet
+
+    @property
+    def label(self) -> str:
+        return f"{self.key.machine} · table {self.key.scenario_name} ({self.key.scenario_sha256[:12]})"
+
+    def legs(self, order: list[str] | None = None) -> list[str]:
+        mine = set(self.rs.legs())
+        return [leg for leg in order if leg in mine] if order else self.rs.legs()
+
+
+def group_results(rs: ResultSet) -> list[Group]:
+    """Groups in the order their first result appears; each keeps only its own results and
+    shares the whole set's warnings (an unreadable file cannot be placed in a group)."""
+    groups: dict[GroupKey, list[TaskResult]] = {}
+    for r in rs.results:
+        key = GroupKey(r.scenario_sha256, r.record.scenario_table.name, machine_of(r))
+        groups.setdefault(key, []).append(r)
+    return [Group(k, ResultSet(v, rs.warnings)) for k, v in groups.items()]
+
+
+def _median(values: list[float] | None) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def bridge_table(groups: list[Group], bridge: str, kind: str) -> Table:
+    """Ratios between a leg only one machine ran and a leg only the other ran, chained through
+    `bridge` (a leg both ran on the same table): new/old = (new/bridge on B) x (bridge/old on A).
+    Beside each, the bridge leg's own B/A ratio: how much the machines differ on identical
+    software, the uncertainty the chain inherits."""
+    higher_better = kind == "throughput"
+    unit = "tok/s" if higher_better else "ms/tok"
+    table = Table(f"Bridged {kind} ratios through {bridge} (cross-machine: NOT measured side by side)",
+                  ["model", "tp", "workload", "ratio", "bridged value", f"{bridge} itself, machine B/A"], [])
+    with_bridge = [g for g in groups if bridge in g.rs.legs()]
+    for i, a in enumerate(with_bridge):
+        for b in with_bridge[i + 1:]:
+            if a.key.scenario_sha256 != b.key.scenario_sha256:
+                continue  # different tables: even a bridge cannot make their workloads the same
+            ca, cb = collect(a.rs, kind), collect(b.rs, kind)
+            order = row_order(ResultSet(a.rs.results + b.rs.results, []))
+            only_a = [x for x in a.rs.legs() if x not in b.rs.legs()]
+            only_b = [y for y in b.rs.legs() if y not in a.rs.legs()]
+            for key in sorted(set(ca) & set(cb), key=lambda k: order[k]):
+                la, lb = _median(ca[key].get(bridge)), _median(cb[key].get(bridge))
+                if la is None or lb is None:
+                    continue
+                drift = lb / la if higher_better else la / lb  # > 1: machine B is faster on the same leg
+                for x in only_a:
+                    for y in only_b:
+                        vx, vy = _median(ca[key].get(x)), _median(cb[key].get(y))
+                        if vx is None or vy is None:
+                            continue
+                        ratio = (vy / lb) * (la / vx) if higher_better else (vx / la) * (lb / vy)
+                        legs = sort_legs([x, y])
+                        label = (f"{leg_label(y, legs)}/{leg_label(x, legs)}" if higher_better
+                                 else f"{leg_label(x, legs)}→{leg_label(y, legs)}")
+                        table.rows.append([key.model_id, str(key.tp), key.workload, label,
+                                           f"{ratio:.2f}x (bridged via {bridge}; {x} on {a.key.machine}, "
+                                           f"{y} on {b.key.machine})", f"{drift:.3f}x"])
+                        table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload,
+                                           "unit": unit, "old": x, "new": y, "bridge": bridge, "ratio": ratio,
+                                           "bridge_machine_ratio": drift, "machine_a": a.key.machine,
+                                           "machine_b": b.key.machine})
+    table.note = (f"Not a side-by-side measurement: each ratio multiplies a ratio measured on one machine by one "
+                  f"measured on the other, linked by {bridge}. The last column is {bridge}'s own ratio between "
+                  "the machines (identical software): a chained ratio is uncertain by at least that much. "
+                  "Single passes get no verdict." if table.rows else
+                  f"No row: no two machines ran {bridge} on the same scenario table with a leg the other lacks.")
+    return table
