@@ -119,7 +119,8 @@ def leg_process_env(venv: Path) -> dict[str, str]:
 
 def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
     # The harness must not see the runner's own packages (nor a stack's PYTHONPATH).
-    env = without_runner_python({**os.environ, **task.stack_env, **ctx.extra_env})
+    # The table's engine_env last: it is part of the scenario, identical on every leg.
+    env = without_runner_python({**os.environ, **task.stack_env, **ctx.extra_env, **task.model.engine_env})
     env.update(leg_process_env(task.env.path))
     env.pop("VIRTUAL_ENV", None)
     return env

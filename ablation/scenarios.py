@@ -99,6 +99,9 @@ class ModelSpec(BaseModel):
     load_format: str = "auto"
     max_model_len: int | None = None
     engine_args: dict = Field(default_factory=dict, description="passed verbatim to vllm.LLM")
+    engine_env: dict[str, str] = Field(default_factory=dict,
+                                       description="environment for the harness and vLLM, the same on every leg "
+                                                   "(e.g. VLLM_ENABLE_V1_MULTIPROCESSING); recorded with the spec")
     requires: Requires = Field(default_factory=Requires)
     workloads: list[str] = Field(min_length=1)
     timeout_s: float | None = Field(None, gt=0)

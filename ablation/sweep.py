@@ -92,9 +92,14 @@ class Sweep:
             if sf.leg in stack_files:
                 raise AblationError(f"--leg: leg '{sf.leg}' given twice ({stack_files[sf.leg].path}, {sf.path})")
             stack_files[sf.leg] = sf
+        table = opts.scenarios.table
         for sf in stack_files.values():
             self._check_platform(sf)
-        table = opts.scenarios.table
+            for m in table.models:
+                clash = sorted(k for k, v in m.engine_env.items() if sf.stack.env.get(k, v) != v)
+                if clash:
+                    raise AblationError(f"{opts.scenarios.path}: field 'engine_env' of {m.id}: {', '.join(clash)} "
+                                        f"also set differently by {sf.path} ('env'); set it in one place")
         skip = {m.id: self.machine.unmet(m.requires) for m in table.models}
         prepared = {m.id: prepare_model(m, opts.scenarios, self.models_root) for m in table.models if not skip[m.id]}
         return Resolved(stack_files, skip, prepared)

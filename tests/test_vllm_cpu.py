@@ -91,6 +91,13 @@ def test_real_vllm_task_passes_with_full_record(real_run):
     assert (root / "results/t/MANIFEST.json").is_file()
     events = [json.loads(x)["event"] for x in (root / "results/t/run.jsonl").read_text().splitlines()]
     assert events[0] == "run_start" and events[-1] == "run_end" and events.count("task_end") == 4
+    # where the wall time went: the harness's own clocks, summing to the executor's wall time
+    ph = rec["phases"]
+    assert set(ph) == {"import", "engine_init", "warmup", "timed", "other"} and min(ph.values()) >= 0
+    assert ph["import"] > 1 and ph["engine_init"] > 1 and ph["timed"] > 0 and ph["warmup"] > 0
+    assert abs(sum(ph.values()) - rec["duration_s"]) < 0.05
+    assert abs(ph["timed"] - sum(w["timed_s"] for w in rec["workloads"].values())) < 0.05
+    assert "engine init" in proc.stderr and "timed work " in proc.stderr and "% of wall" in proc.stderr
 
 
 @pytest.mark.vllm
