@@ -31,7 +31,8 @@ def scenario_file(tmp_path):
     model_dir.mkdir()
     (model_dir / "config.json").write_text("{}")
     models = "\n".join(
-        f"  - {{id: fault/{m}, source: {{path: model}}, workloads: [mixed]}}" for m in MODES)
+        f"  - {{id: fault/{m}, source: {{path: model}}, workloads: [mixed]"
+        + (", engine_env: {VLLM_ENABLE_V1_MULTIPROCESSING: '0'}" if m == "env-dump" else "") + "}" for m in MODES)
     path = tmp_path / "faults.yaml"
     path.write_text(
         "name: faults\ntimeout_s: 600\nworkloads:\n"
@@ -121,3 +122,4 @@ def test_stack_env_and_per_leg_caches_reach_the_workers(tmp_path, scenario_file,
         for var in ("VLLM_CACHE_ROOT", "FLASHINFER_WORKSPACE_BASE", "TRITON_CACHE_DIR"):
             assert env[var].startswith(venv), (who, var, env[var])
         assert "PYTHONPATH" not in env, who
+        assert env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0", who  # the table's engine_env, on every leg

@@ -175,3 +175,15 @@ def test_stop_after_starts_no_task_that_cannot_finish_then_resume_completes(tmp_
     assert resumed.returncode == 0, resumed.stderr
     ends = [e["task_id"] for e in read_jsonl(project / "results/lease/run.jsonl") if e["event"] == "task_end"]
     assert sorted(ends) == sorted([f"la/fault__slow-{i}/r1" for i in range(3)] + ["la/fault__ok/r1"])
+
+
+def test_engine_env_that_a_stack_sets_differently_is_a_one_line_error(tmp_path):
+    models = ["{id: fault/ok, source: {path: model}, workloads: [mixed], engine_env: {VLLM_X: '2'}}"]
+    project = fault_project(tmp_path, {"la": "1.16.0"}, models)
+    stack = project / "stacks/la.yaml"
+    stack.write_text(stack.read_text() + 'env:\n  VLLM_X: "1"\n')
+    proc = subprocess.run(argv(project, "--leg", "la", "--run-id", "clash"), cwd=REPO, env=env(project, 0),
+                          capture_output=True, text=True)
+    line = one_line_error(proc)
+    assert "table.yaml: field 'engine_env' of fault/ok: VLLM_X also set differently by" in line and "la.yaml" in line
+    assert not (project / "results/clash").exists()
