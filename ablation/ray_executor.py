@@ -40,6 +40,7 @@ class RemoteResult:
     duration_s: float
     files: dict[str, bytes]  # names inside the task dir -> content
     events: list[dict]
+    phases: dict[str, float] | None = None
 
 
 def _execute_on_node(task: Task, ctx: RunContext, attempt: int) -> RemoteResult:
@@ -57,7 +58,7 @@ def _execute_on_node(task: Task, ctx: RunContext, attempt: int) -> RemoteResult:
         events = read_jsonl(scratch.events)
     for e in events:
         e["node"] = node
-    return RemoteResult(node, outcome.status, outcome.cause, outcome.duration_s, files, events)
+    return RemoteResult(node, outcome.status, outcome.cause, outcome.duration_s, files, events, outcome.phases)
 
 
 def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> list[TaskOutcome]:
@@ -111,7 +112,8 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
                 write_bytes_atomic(files.directory / name, content)
             for e in result.events:
                 append_jsonl(ctx.events, e)
-            outcome = TaskOutcome(task.task_id, result.status, result.cause, files.results, result.duration_s)
+            outcome = TaskOutcome(task.task_id, result.status, result.cause, files.results, result.duration_s,
+                                  result.phases)
             where = f" on node {result.node[:8]}"
         done_count += 1
         progress.task_finished(done_count, describe(outcome) + where)
