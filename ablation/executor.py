@@ -27,6 +27,7 @@ from ablation.models import PreparedModel
 from ablation.phases import breakdown_line, task_phases
 from ablation.record import ModelRef, ScenarioRef, StackRef, TaskRecord
 from ablation.scenarios import ModelSpec, ScenarioFile
+from ablation.stacks import StackFile
 from ablation.venvs import LegEnv, without_runner_python
 
 HARNESS = Path(__file__).parent / "harness" / "vllm_harness.py"
@@ -42,6 +43,10 @@ class Task:
     prepared: PreparedModel | None
     skip_reason: str | None = None
     stack_env: dict[str, str] = field(default_factory=dict)
+    # Where the leg comes from, so a machine that lacks the venv (a Ray node) can build the
+    # same one: same stack file, same patches, same fingerprint and lock check.
+    stack_file: StackFile | None = None
+    patches_dir: Path | None = None
 
     @property
     def task_id(self) -> str:

@@ -11,16 +11,21 @@ and appends the events to run.jsonl. The head numbers attempts, so nothing is
 overwritten. A node lost mid-task makes that attempt FAIL(node-lost) and the
 task is retried once on whatever node is free.
 
-Nodes need the leg venvs at the same paths (a shared file system, or the
-same `ablation stacks build` run on each) and the `ablation` package
-importable by their Ray workers.
+A node that lacks a leg's venv builds it before running that leg's task (the
+same stack file and patches, hence the same fingerprint; under the node's own
+$ABLATION_VENV_ROOT, one build at a time per venv). A build that fails is that
+task's FAIL(dependency) with the build log sent back (`build.<node>.log`);
+other nodes go on. Every node build is a `leg_built` event on the head with
+the node and the lock's sha256; a lock that differs from the head's is a
+`lock_differs` event and a warning. Nodes need the `ablation` package
+importable by their Ray workers and the patches directory at the same path.
 """
 
 from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ablation import layout
@@ -43,11 +48,44 @@ class RemoteResult:
     phases: dict[str, float] | None = None
 
 
+def _leg_on_node(task: Task, node: str) -> tuple[Task, list[dict], RemoteResult | None]:
+    """The task with this node's own venv of the leg (under the node's $ABLATION_VENV_ROOT),
+    built here first if the node lacks it or it does not match the stack. Returns (task, events,
+    failure): failure is the FAIL(dependency) result of a build that failed."""
+    if task.env is None or task.stack_file is None:
+        return task, [], None
+    from ablation.venvs import VenvBuilder, default_venv_root
+
+    builder = VenvBuilder(default_venv_root(), task.patches_dir, log=lambda m: None)
+    started = time.time()
+    try:
+        env = builder.existing(task.stack_file, task.env.variant)
+        if env is not None:
+            return replace(task, env=env), [], None
+        env = builder.ensure(task.stack_file, task.env.variant)
+    except (AblationError, OSError) as exc:  # OSError: no room or no permission for the venv here
+        log = builder.venv_root / f"{task.env.path.name}.build.log"
+        cause = {"class": "dependency", "signature": f"leg build on node {node[:8]} failed: {exc}"[:400]}
+        files = {f"build.{node[:8]}.log": log.read_bytes()} if log.is_file() else {}
+        ev = {"event": "leg_build_failed", "ts": time.time(), "task_id": task.task_id, "node": node,
+              "leg": task.leg, "error": str(exc)[:400]}
+        return task, [ev], RemoteResult(node, "FAIL", cause, time.time() - started, files, [ev])
+    events = [{"event": "leg_built", "ts": time.time(), "task_id": task.task_id, "node": node, "leg": task.leg,
+               "venv": str(env.path), "lock_sha256": env.lock_sha256, "seconds": round(time.time() - started, 1)}]
+    if env.lock_sha256 != task.env.lock_sha256:
+        events.append({"event": "lock_differs", "ts": time.time(), "task_id": task.task_id, "node": node,
+                       "leg": task.leg, "head_lock_sha256": task.env.lock_sha256, "node_lock_sha256": env.lock_sha256})
+    return replace(task, env=env), events, None
+
+
 def _execute_on_node(task: Task, ctx: RunContext, attempt: int) -> RemoteResult:
     """Body of the Ray task: run in a node-local scratch run dir, return what it wrote."""
     import ray
 
     node = ray.get_runtime_context().get_node_id()
+    task, build_events, failed = _leg_on_node(task, node)
+    if failed is not None:
+        return failed
     with tempfile.TemporaryDirectory(prefix="ablation-ray-") as tmp:
         scratch = RunContext(ctx.run_id, Path(tmp) / ctx.run_id, ctx.scenarios, ctx.machine, harness=ctx.harness,
                              timeout_override_s=ctx.timeout_override_s, extra_env=ctx.extra_env,
@@ -55,7 +93,7 @@ def _execute_on_node(task: Task, ctx: RunContext, attempt: int) -> RemoteResult:
         outcome = run_task(task, scratch, attempt=attempt)
         task_dir = outcome.results_path.parent
         files = {p.name: p.read_bytes() for p in task_dir.iterdir() if p.is_file()}
-        events = read_jsonl(scratch.events)
+        events = build_events + read_jsonl(scratch.events)
     for e in events:
         e["node"] = node
     return RemoteResult(node, outcome.status, outcome.cause, outcome.duration_s, files, events, outcome.phases)
@@ -112,6 +150,11 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
                 write_bytes_atomic(files.directory / name, content)
             for e in result.events:
                 append_jsonl(ctx.events, e)
+                if e["event"] == "lock_differs":
+                    ctx.log(f"warning: {e['leg']}: the lock built on node {e['node'][:8]} differs from this "
+                            f"machine's ({e['node_lock_sha256'][:12]} vs {e['head_lock_sha256'][:12]})")
+            if result.status == "FAIL" and files.results.name not in result.files:  # the leg did not build there
+                _record_failure(ctx, task, files, submitted, result.cause["class"], result.cause["signature"])
             outcome = TaskOutcome(task.task_id, result.status, result.cause, files.results, result.duration_s,
                                   result.phases)
             where = f" on node {result.node[:8]}"

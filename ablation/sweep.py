@@ -121,7 +121,7 @@ class Sweep:
                     if (leg, variant) not in envs:
                         envs[(leg, variant)] = self.builder.ensure(sf, variant)
                     tasks.append(Task(leg, m, repeat, envs[(leg, variant)], resolved.prepared[m.id],
-                                      stack_env=sf.stack.env))
+                                      stack_env=sf.stack.env, stack_file=sf, patches_dir=self.builder.patches_dir))
         return tasks
 
     def run(self, opts: SweepOptions) -> tuple[Path, list[TaskOutcome]]:

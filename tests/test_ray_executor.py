@@ -8,7 +8,11 @@ killed mid-task: that attempt must be FAIL(node-lost) and the task retried once.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,7 +32,9 @@ def project(tmp_path):
 
 
 @pytest.fixture
-def cluster():
+def cluster(tmp_path, monkeypatch):
+    # the nodes build their own leg venvs: keep them in this test's directory, not ~/.cache
+    monkeypatch.setenv("ABLATION_VENV_ROOT", str(tmp_path / "node-venvs"))
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "resources": {"ablation_node": 0}})
     nodes = [c.add_node(num_cpus=1, num_gpus=2, resources={"ablation_node": 1}) for _ in range(2)]
     c.wait_for_nodes()
@@ -108,3 +114,76 @@ def test_cluster_without_ablation_nodes_is_refused(project):
         assert "no node with the 'ablation_node' resource" in one_line_error(proc)
     finally:
         c.shutdown()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_real_ray_start_nodes_build_their_own_legs_with_identical_locks(tmp_path):
+    """`ray start` head + two `ray start` workers on loopback, each worker with its own empty venv
+    root as if it were another machine: each builds the leg itself before running its tasks."""
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(4)]
+    project = fault_project(tmp_path, {"la": "1.16.0"}, models)
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    roots = [tmp_path / f"node{i}-venvs" for i in range(2)]
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    loopback = "--node-ip-address=127.0.0.1"
+    try:
+        subprocess.run([ray_bin, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+                        loopback, "--resources", '{"ablation_node": 0}', f"--temp-dir={ray_tmp}"],
+                       env=base, check=True, capture_output=True, timeout=120)
+        for root in roots:
+            subprocess.run([ray_bin, "start", f"--address={address}", "--num-cpus=1", loopback,
+                            "--resources", '{"ablation_node": 1}'],
+                           env={**base, "ABLATION_VENV_ROOT": str(root)}, check=True, capture_output=True,
+                           timeout=120)
+        proc = subprocess.run(project_argv(project, "run", "--leg", "la", "--scenarios", str(project / "table.yaml"),
+                                           "--results", str(project / "results"), "--run-id", "r", "--harness",
+                                           str(FAULT_HARNESS), "--executor", "ray", "--address", address),
+                              cwd=REPO, env=env(project, 1.5), capture_output=True, text=True, timeout=600)
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], env=base, capture_output=True, timeout=120)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ev = read_jsonl(project / "results/r/run.jsonl")
+    assert sorted(e["task_id"] for e in ev if e["event"] == "task_end" and e["status"] == "PASS") == \
+        [f"la/fault__slow-{i}/r1" for i in range(4)]
+    built = [e for e in ev if e["event"] == "leg_built"]
+    nodes = {e["node"] for e in ev if e["event"] == "task_start"}
+    assert {e["node"] for e in built} == nodes and len(nodes) == 2  # every node that ran a task built the leg
+    head_lock = json.loads((project / "venvs/la/manifest.json").read_text())["lock_sha256"]
+    assert {e["lock_sha256"] for e in built} == {head_lock} and not [e for e in ev if e["event"] == "lock_differs"]
+    for root in roots:  # each "machine" holds its own venv, built from the same stack file
+        assert json.loads((root / "la/manifest.json").read_text())["lock_sha256"] == head_lock
+    rec = json.loads((project / "results/r/la/fault__slow-0/results.json").read_text())
+    assert rec["stack"]["venv"].startswith(str(tmp_path / "node"))  # the record names the venv that ran it
+
+
+def test_a_leg_that_does_not_build_on_a_node_is_that_task_s_dependency_failure(tmp_path, monkeypatch):
+    from ablation.executor import Task
+    from ablation.ray_executor import _leg_on_node
+    from ablation.scenarios import load_scenarios
+    from ablation.stacks import load_stack_file
+    from ablation.venvs import LegEnv
+
+    project = fault_project(tmp_path, {"la": "1.16.0"}, ["{id: fault/ok, source: {path: model}, workloads: [mixed]}"])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("ABLATION_VENV_ROOT", str(blocker / "venvs"))  # this node cannot create its venv root
+    sf = load_stack_file(project / "stacks/la.yaml")
+    spec = load_scenarios(project / "table.yaml").table.models[0]
+    missing = LegEnv("la", None, tmp_path / "head-venvs/la", tmp_path / "head-venvs/la/bin/python",
+                     {"lock_sha256": "x"})
+    task = Task("la", spec, 1, missing, None, stack_file=sf, patches_dir=project / "patches")
+    _, events, failed = _leg_on_node(task, "node-without-space")
+    assert failed is not None and failed.status == "FAIL" and failed.cause["class"] == "dependency"
+    assert failed.cause["signature"].startswith("leg build on node node-wit failed:")
+    assert events[0]["event"] == "leg_build_failed"
