@@ -74,13 +74,17 @@ class RunContext:
     extra_env: dict[str, str] = field(default_factory=dict)
     log: object = print
     gpu_check: str = "not checked"
+    event_sink: object = None  # also called with every event as it happens (a Ray node streams to the head)
 
     @property
     def events(self) -> Path:
         return layout.events_file(self.run_dir)
 
     def event(self, kind: str, **fields) -> None:
-        append_jsonl(self.events, {"event": kind, "ts": time.time(), "run_id": self.run_id, **fields})
+        record = {"event": kind, "ts": time.time(), "run_id": self.run_id, **fields}
+        append_jsonl(self.events, record)
+        if self.event_sink is not None:
+            self.event_sink(record)
 
 
 def finished_task_ids(run_dir: Path) -> set[str]:

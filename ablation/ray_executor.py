@@ -9,7 +9,8 @@ own process group, timeout, checks) in a scratch directory; its files and
 events are sent back to the head, which writes them into the run directory
 and appends the events to run.jsonl. The head numbers attempts, so nothing is
 overwritten. A node lost mid-task makes that attempt FAIL(node-lost) and the
-task is retried once on whatever node is free.
+task is retried once on whatever node is free. Events stream to the head while a
+task runs (EventRelay); the list a task returns fills in what the stream missed.
 
 A node that lacks a leg's venv builds it before running that leg's task (the
 same stack file and patches, hence the same fingerprint; under the node's own
@@ -78,18 +79,42 @@ def _leg_on_node(task: Task, node: str) -> tuple[Task, list[dict], RemoteResult 
     return replace(task, env=env), events, None
 
 
-def _execute_on_node(task: Task, ctx: RunContext, attempt: int) -> RemoteResult:
+class EventRelay:
+    """A Ray actor on the head's side: nodes push events as they happen, the head drains them
+    into run.jsonl while the tasks run (not only at task end)."""
+
+    def __init__(self):
+        self.queue: list[dict] = []
+
+    def push(self, event: dict) -> None:
+        self.queue.append(event)
+
+    def drain(self) -> list[dict]:
+        out, self.queue = self.queue, []
+        return out
+
+
+def _event_key(e: dict) -> tuple:
+    """Identity of one event, the same in the streamed copy and in the task's returned list."""
+    return (e.get("event"), e.get("ts"), e.get("task_id"), e.get("attempt"))
+
+
+def _execute_on_node(task: Task, ctx: RunContext, attempt: int, relay=None) -> RemoteResult:
     """Body of the Ray task: run in a node-local scratch run dir, return what it wrote."""
     import ray
 
     node = ray.get_runtime_context().get_node_id()
+    push = (lambda e: relay.push.remote({**e, "node": node})) if relay is not None else None
     task, build_events, failed = _leg_on_node(task, node)
+    for e in build_events:
+        if push:
+            push(e)
     if failed is not None:
         return failed
     with tempfile.TemporaryDirectory(prefix="ablation-ray-") as tmp:
         scratch = RunContext(ctx.run_id, Path(tmp) / ctx.run_id, ctx.scenarios, ctx.machine, harness=ctx.harness,
                              timeout_override_s=ctx.timeout_override_s, extra_env=ctx.extra_env,
-                             log=lambda m: None, gpu_check=f"ray node {node}")
+                             log=lambda m: None, gpu_check=f"ray node {node}", event_sink=push)
         outcome = run_task(task, scratch, attempt=attempt)
         task_dir = outcome.results_path.parent
         files = {p.name: p.read_bytes() for p in task_dir.iterdir() if p.is_file()}
@@ -111,6 +136,13 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
         raise AblationError(f"Ray cluster at {address} has no node with the '{NODE_RESOURCE}' resource; start "
                             f"workers with --resources '{{\"{NODE_RESOURCE}\": 1}}'")
     remote = ray.remote(max_retries=0)(_execute_on_node)
+    relay = ray.remote(num_cpus=0)(EventRelay).remote()
+    streamed: set[tuple] = set()
+
+    def drain_events() -> None:
+        for e in ray.get(relay.drain.remote()):
+            streamed.add(_event_key(e))
+            append_jsonl(ctx.events, e)
 
     def submit(task: Task):
         files = layout.next_task_files(ctx.run_dir, task.leg, task.model.slug, task.repeat)
@@ -119,7 +151,7 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
         files.log.touch()
         opts = {"resources": {NODE_RESOURCE: 1}, "num_gpus": task.model.tp if gpus else 0, "num_cpus": 0}
         ctx.event("task_dispatch", task_id=task.task_id, attempt=files.attempt, executor="ray")
-        return remote.options(**opts).remote(task, ctx, files.attempt), files
+        return remote.options(**opts).remote(task, ctx, files.attempt, relay), files
 
     pending = {}
     retries: dict[str, int] = {}
@@ -129,7 +161,10 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
     outcomes: list[TaskOutcome] = []
     done_count = 0
     while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
+        ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+        drain_events()  # what the running tasks did since the last look
+        if not ready:
+            continue
         ref = ready[0]
         task, files, submitted = pending.pop(ref)
         where = ""
@@ -148,8 +183,10 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
         else:
             for name, content in result.files.items():
                 write_bytes_atomic(files.directory / name, content)
+            drain_events()
             for e in result.events:
-                append_jsonl(ctx.events, e)
+                if _event_key(e) not in streamed:  # whatever the stream did not bring (it is best effort)
+                    append_jsonl(ctx.events, e)
                 if e["event"] == "lock_differs":
                     ctx.log(f"warning: {e['leg']}: the lock built on node {e['node'][:8]} differs from this "
                             f"machine's ({e['node_lock_sha256'][:12]} vs {e['head_lock_sha256'][:12]})")
