@@ -364,11 +364,7 @@ def render(rs: ResultSet, fmt: str, legs: list[str] | None = None, baseline: str
     from ablation.groups import bridge_table, group_results
 
     groups = group_results(rs)
-    sections = []
-    for g in groups:
-        g_legs = g.legs(legs)
-        g_base = baseline if baseline in g_legs else None
-        sections.append((g, all_tables(g.rs, g_legs, g_base) if g_legs else []))
+    sections = [(g, g.tables(legs, baseline)[1]) for g in groups]
     bridged = [bridge_table(groups, bridge, kind) for kind in ("throughput", "latency")] if bridge else []
     if fmt == "json":
         return json.dumps({"warnings": rs.warnings, "scenario_sha256": sorted(rs.scenario_hashes()),

@@ -18,16 +18,15 @@ from ablation.results import ResultSet, sort_legs
 DEFAULT_THRESHOLD = 1.25
 
 
+def machine_label(machine: dict) -> str | None:
+    """The GPU model (or CPU model) one result recorded; None when it recorded neither."""
+    gpus = machine.get("gpus") or []
+    return gpus[0]["name"] if gpus else machine.get("cpu_model") or None
+
+
 def machine_name(rs: ResultSet) -> str:
     """The GPU model (or CPU model) the results were measured on."""
-    for r in rs.results:
-        m = r.record.machine
-        gpus = m.get("gpus") or []
-        if gpus:
-            return gpus[0]["name"]
-        if m.get("cpu_model"):
-            return m["cpu_model"]
-    return "unknown"
+    return next((label for r in rs.results if (label := machine_label(r.record.machine))), "unknown")
 
 
 def check_same_table(a: ResultSet, b: ResultSet, names: tuple[str, str], allow_mismatch: bool) -> list[str]:

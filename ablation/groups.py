@@ -11,17 +11,16 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from ablation.compare import Table, collect, leg_label, row_order
+from ablation.compare import Table, all_tables, collect, pair_label, row_order
+from ablation.crossarch import machine_label
 from ablation.results import ResultSet, TaskResult, sort_legs
 
 
 def machine_of(r: TaskResult) -> str:
     """GPU model (with the count when several) or CPU model, as the result recorded it."""
-    m = r.record.machine
-    gpus = m.get("gpus") or []
-    if gpus:
-        return gpus[0]["name"] + (f" x{len(gpus)}" if len(gpus) > 1 else "")
-    return m.get("cpu_model") or "unknown machine"
+    gpus = r.record.machine.get("gpus") or []
+    label = machine_label(r.record.machine) or "unknown machine"
+    return label + (f" x{len(gpus)}" if len(gpus) > 1 else "")
 
 
 @dataclass(frozen=True)
@@ -43,6 +42,11 @@ class Group:
     def legs(self, order: list[str] | None = None) -> list[str]:
         mine = set(self.rs.legs())
         return [leg for leg in order if leg in mine] if order else self.rs.legs()
+
+    def tables(self, order: list[str] | None, baseline: str | None) -> tuple[list[str], list[Table]]:
+        """This group's legs (in `order`) and its all_tables; a baseline it lacks is ignored here."""
+        legs = self.legs(order)
+        return legs, (all_tables(self.rs, legs, baseline if baseline in legs else None) if legs else [])
 
 
 def group_results(rs: ResultSet) -> list[Group]:
@@ -88,9 +92,7 @@ def bridge_table(groups: list[Group], bridge: str, kind: str) -> Table:
                         if vx is None or vy is None:
                             continue
                         ratio = (vy / lb) * (la / vx) if higher_better else (vx / la) * (lb / vy)
-                        legs = sort_legs([x, y])
-                        label = (f"{leg_label(y, legs)}/{leg_label(x, legs)}" if higher_better
-                                 else f"{leg_label(x, legs)}→{leg_label(y, legs)}")
+                        label = pair_label(x, y, sort_legs([x, y]), kind)
                         table.rows.append([key.model_id, str(key.tp), key.workload, label,
                                            f"{ratio:.2f}x (bridged via {bridge}; {x} on {a.key.machine}, "
                                            f"{y} on {b.key.machine})", f"{drift:.3f}x"])

