@@ -213,3 +213,10 @@ def test_bad_compare_input_is_one_line_error(tmp_path, cli):
     run = seed_results(tmp_path)
     assert "--baseline: '0.99'" in one_line_error(cli("compare", str(run), "--baseline", "0.99"))
     assert "--legs: 0.5 not in the results" in one_line_error(cli("compare", str(run), "--legs", "0.18,0.5"))
+
+
+def test_bridge_through_a_leg_not_in_the_results_is_a_one_line_error(tmp_path):
+    write_result(tmp_path / "r", "0.26", "llama", {"mixed": 100.0})
+    proc = run_cli("compare", str(tmp_path / "r"), "--bridge", "0.18")
+    assert proc.returncode != 0
+    assert "--bridge: '0.18' is not a leg in these results (0.26)" in one_line_error(proc)
