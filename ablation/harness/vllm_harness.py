@@ -190,6 +190,14 @@ def environment() -> dict:
         "flashinfer-python": _dist_version("flashinfer-python"),
         "nvidia-cutlass-dsl": _dist_version("nvidia-cutlass-dsl"),
     }
+    # What the process really imported, and from where: on a system-based leg (a staged overlay
+    # shadowing the image's torch or transformers) this is the proof the overlay won.
+    env["imported"] = {
+        name: {"version": getattr(sys.modules[name], "__version__", None),
+               "file": getattr(sys.modules[name], "__file__", None)}
+        for name in ("torch", "transformers", "tokenizers", "huggingface_hub", "triton", "flashinfer", "numpy")
+        if name in sys.modules
+    }
     try:
         import torch
 
