@@ -6,6 +6,10 @@ choice is the newest run in which the task passed (else the newest run), and
 every other run is listed as excluded with its reason. Tables use the file
 when it exists; without it, several runs of one cell are resolved the same
 way and a warning says so, so they are never silently mixed as repeats.
+
+The choice is made per machine: one leg run on two machines (0.26 on two lent H200s, the
+common leg of two studies) is two cells, each keeping its own run, and the comparer keeps
+the machines apart (`groups`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from ablation.crossarch import machine_instance
 from ablation.errors import AblationError
 from ablation.results import ResultSet, TaskResult
 from ablation.yamlio import load_yaml_model
@@ -33,6 +38,7 @@ class Entry(BaseModel):
     model_config = ConfigDict(extra="forbid")
     leg: str
     model: str
+    machine: str | None = None  # the machine instance (GPU UUIDs or hostname); None: any machine
     run: str
     reason: str = "newest passing run"
     excluded: list[Exclusion] = Field(default_factory=list)
@@ -43,15 +49,26 @@ class Canonical(BaseModel):
     generated_at: str = ""
     entries: list[Entry] = Field(default_factory=list)
 
-    def chosen(self) -> dict[tuple[str, str], str]:
-        return {(e.leg, e.model): e.run for e in self.entries}
+    def chosen(self) -> dict[tuple[str, str, str | None], str]:
+        return {(e.leg, e.model, e.machine): e.run for e in self.entries}
 
 
-def _runs_by_cell(rs: ResultSet) -> dict[tuple[str, str], dict[str, list[TaskResult]]]:
-    cells: dict[tuple[str, str], dict[str, list[TaskResult]]] = {}
+Cell = tuple[str, str, str | None]  # (leg, model, machine instance)
+
+
+def _runs_by_cell(rs: ResultSet) -> dict[Cell, dict[str, list[TaskResult]]]:
+    cells: dict[Cell, dict[str, list[TaskResult]]] = {}
     for r in rs.results:
-        cells.setdefault((r.leg, r.model_id), {}).setdefault(r.run_id, []).append(r)
+        cell = (r.leg, r.model_id, machine_instance(r.record.machine))
+        cells.setdefault(cell, {}).setdefault(r.run_id, []).append(r)
     return cells
+
+
+def _cell_name(cell: Cell, cells) -> str:
+    """leg/model, with the machine only when that leg and model ran on more than one."""
+    leg, model, machine = cell
+    several = sum(1 for c in cells if c[:2] == (leg, model)) > 1
+    return f"{leg}/{model}" + (f" on machine {machine or 'not recorded'}" if several else "")
 
 
 def _started(results: list[TaskResult]) -> float:
@@ -60,7 +77,7 @@ def _started(results: list[TaskResult]) -> float:
 
 def default_canonical(rs: ResultSet) -> Canonical:
     entries = []
-    for (leg, model), runs in sorted(_runs_by_cell(rs).items()):
+    for (leg, model, machine), runs in sorted(_runs_by_cell(rs).items(), key=lambda kv: (kv[0][:2], kv[0][2] or "")):
         newest_first = sorted(runs, key=lambda run: (_started(runs[run]), run), reverse=True)
         passing = [run for run in newest_first if any(r.status == "PASS" for r in runs[run])]
         chosen = passing[0] if passing else newest_first[0]
@@ -72,7 +89,7 @@ def default_canonical(rs: ResultSet) -> Canonical:
             statuses = {r.status for r in runs[run]}
             why = f"superseded by {chosen}" if "PASS" in statuses else f"{'/'.join(sorted(statuses))}; {chosen} used"
             excluded.append(Exclusion(run=run, reason=why))
-        entries.append(Entry(leg=leg, model=model, run=chosen, reason=reason, excluded=excluded))
+        entries.append(Entry(leg=leg, model=model, machine=machine, run=chosen, reason=reason, excluded=excluded))
     return Canonical(generated_at=utc_stamp(), entries=entries)
 
 
@@ -87,21 +104,29 @@ def load_canonical(path: Path) -> Canonical:
 
 
 def select(rs: ResultSet, canonical: Canonical | None) -> tuple[ResultSet, list[str]]:
-    """Keep only the authoritative run of each (leg, model); say what was left out."""
+    """Keep only the authoritative run of each (leg, model, machine); say what was left out.
+
+    An entry without `machine` applies to every machine that has its run."""
     notes: list[str] = []
     chosen = canonical.chosen() if canonical else {}
     fallback = default_canonical(rs).chosen()
+    cells = _runs_by_cell(rs)
+    for (leg, model, machine), run in chosen.items():
+        found = {r for c, runs in cells.items() if c[:2] == (leg, model) and machine in (None, c[2]) for r in runs}
+        if run not in found:
+            raise AblationError(f"{FILENAME}: entry {leg}/{model}{f' on machine {machine}' if machine else ''}: "
+                                f"run '{run}' has no results here (runs found: {', '.join(sorted(found)) or 'none'})")
     kept = []
-    for (leg, model), runs in _runs_by_cell(rs).items():
-        run = chosen.get((leg, model))
-        if run is not None and run not in runs:
-            raise AblationError(f"{FILENAME}: entry {leg}/{model}: run '{run}' has no results here "
-                                f"(runs found: {', '.join(sorted(runs))})")
+    for cell, runs in cells.items():
+        leg, model, machine = cell
+        run = chosen.get(cell)
+        if run is None and chosen.get((leg, model, None)) in runs:
+            run = chosen[(leg, model, None)]
         if run is None:
-            run = fallback[(leg, model)]
+            run = fallback[cell]
             if len(runs) > 1:
                 others = ", ".join(sorted(r for r in runs if r != run))
-                notes.append(f"{leg}/{model}: {len(runs)} runs and no CANONICAL entry; using {run}, "
+                notes.append(f"{_cell_name(cell, cells)}: {len(runs)} runs and no CANONICAL entry; using {run}, "
                              f"excluding {others} (write one with `ablation canonical`)")
         kept += runs[run]
     return ResultSet(kept, rs.warnings + notes), notes

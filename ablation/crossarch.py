@@ -24,6 +24,15 @@ def machine_label(machine: dict) -> str | None:
     return gpus[0]["name"] if gpus else machine.get("cpu_model") or None
 
 
+def machine_instance(machine: dict) -> str | None:
+    """Which physical machine one result ran on: its GPUs' UUIDs (short), else the hostname (lent
+    GPU machines all call themselves `vm`); None when the result recorded neither."""
+    uuids = sorted(g["uuid"] for g in machine.get("gpus") or [] if g.get("uuid"))
+    if uuids:
+        return ",".join(u.removeprefix("GPU-")[:8] for u in uuids)
+    return machine.get("hostname") or None
+
+
 def machine_name(rs: ResultSet) -> str:
     """The GPU model (or CPU model) the results were measured on."""
     return next((label for r in rs.results if (label := machine_label(r.record.machine))), "unknown")

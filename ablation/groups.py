@@ -1,5 +1,8 @@
 """Results split by (scenario table, machine): the only sets inside which a ratio means something.
 
+"Machine" is one physical machine, not a model: two H200s of one model drift apart (2.9%
+measured on 2026-12-02), so each is its own group once the results hold more than one.
+
 A ratio between two legs is a claim about the legs only when both ran the same table on
 the same machine. Across groups the comparer shows side-by-side sections; a cross-machine
 number comes only from `compare-arch` or from an explicit bridge through a leg that both
@@ -12,7 +15,7 @@ import statistics
 from dataclasses import dataclass
 
 from ablation.compare import Table, all_tables, collect, pair_label, row_order
-from ablation.crossarch import machine_label
+from ablation.crossarch import machine_instance, machine_label
 from ablation.results import ResultSet, TaskResult, sort_legs
 
 
@@ -21,6 +24,7 @@ def machine_of(r: TaskResult) -> str:
     gpus = r.record.machine.get("gpus") or []
     label = machine_label(r.record.machine) or "unknown machine"
     return label + (f" x{len(gpus)}" if len(gpus) > 1 else "")
+
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,17 @@ class Group:
 def group_results(rs: ResultSet) -> list[Group]:
     """Groups in the order their first result appears; each keeps only its own results and
     shares the whole set's warnings (an unreadable file cannot be placed in a group)."""
+    # Two machines of one model (two lent H200s) are two groups: a ratio must not pool a leg's
+    # runs from both. Their names then carry the instance, so every heading tells them apart.
+    instances: dict[str, set] = {}
+    for r in rs.results:
+        instances.setdefault(machine_of(r), set()).add(machine_instance(r.record.machine))
     groups: dict[GroupKey, list[TaskResult]] = {}
     for r in rs.results:
-        key = GroupKey(r.scenario_sha256, r.record.scenario_table.name, machine_of(r))
+        machine = machine_of(r)
+        if len(instances[machine]) > 1:
+            machine += f" [{machine_instance(r.record.machine) or 'instance not recorded'}]"
+        key = GroupKey(r.scenario_sha256, r.record.scenario_table.name, machine)
         groups.setdefault(key, []).append(r)
     return [Group(k, ResultSet(v, rs.warnings)) for k, v in groups.items()]
 
@@ -66,12 +78,12 @@ def _median(values: list[float] | None) -> float | None:
 def bridge_table(groups: list[Group], bridge: str, kind: str) -> Table:
     """Ratios between a leg only one machine ran and a leg only the other ran, chained through
     `bridge` (a leg both ran on the same table): new/old = (new/bridge on B) x (bridge/old on A).
-    Beside each, the bridge leg's own B/A ratio: how much the machines differ on identical
-    software, the uncertainty the chain inherits."""
+    Beside each, the bridge leg's own ratio between the two machines (the new leg's over the old
+    leg's): how much the machines differ on identical software, the uncertainty the chain inherits."""
     higher_better = kind == "throughput"
     unit = "tok/s" if higher_better else "ms/tok"
     table = Table(f"Bridged {kind} ratios through {bridge} (cross-machine: NOT measured side by side)",
-                  ["model", "tp", "workload", "ratio", "bridged value", f"{bridge} itself, machine B/A"], [])
+                  ["model", "tp", "workload", "ratio", "bridged value", f"{bridge} itself, new leg's machine / old leg's"], [])
     with_bridge = [g for g in groups if bridge in g.rs.legs()]
     for i, a in enumerate(with_bridge):
         for b in with_bridge[i + 1:]:
@@ -82,24 +94,28 @@ def bridge_table(groups: list[Group], bridge: str, kind: str) -> Table:
             only_a = [x for x in a.rs.legs() if x not in b.rs.legs()]
             only_b = [y for y in b.rs.legs() if y not in a.rs.legs()]
             for key in sorted(set(ca) & set(cb), key=lambda k: order[k]):
-                la, lb = _median(ca[key].get(bridge)), _median(cb[key].get(bridge))
-                if la is None or lb is None:
-                    continue
-                drift = lb / la if higher_better else la / lb  # > 1: machine B is faster on the same leg
                 for x in only_a:
                     for y in only_b:
-                        vx, vy = _median(ca[key].get(x)), _median(cb[key].get(y))
-                        if vx is None or vy is None:
+                        # Old and new by version, whichever machine each ran on (group order is
+                        # only the order the results were read in).
+                        old, new = sort_legs([x, y])
+                        (g_old, c_old), (g_new, c_new) = ((a, ca), (b, cb)) if old == x else ((b, cb), (a, ca))
+                        v_old, v_new = _median(c_old[key].get(old)), _median(c_new[key].get(new))
+                        br_old, br_new = _median(c_old[key].get(bridge)), _median(c_new[key].get(bridge))
+                        if None in (v_old, v_new, br_old, br_new):
                             continue
-                        ratio = (vy / lb) * (la / vx) if higher_better else (vx / la) * (lb / vy)
-                        label = pair_label(x, y, sort_legs([x, y]), kind)
+                        # > 1: the new leg's machine is faster on identical software (the bridge leg)
+                        drift = br_new / br_old if higher_better else br_old / br_new
+                        ratio = ((v_new / br_new) / (v_old / br_old) if higher_better
+                                 else (v_old / br_old) / (v_new / br_new))
+                        label = pair_label(old, new, [old, new], kind)
                         table.rows.append([key.model_id, str(key.tp), key.workload, label,
-                                           f"{ratio:.2f}x (bridged via {bridge}; {x} on {a.key.machine}, "
-                                           f"{y} on {b.key.machine})", f"{drift:.3f}x"])
+                                           f"{ratio:.2f}x (bridged via {bridge}; {old} on {g_old.key.machine}, "
+                                           f"{new} on {g_new.key.machine})", f"{drift:.3f}x"])
                         table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload,
-                                           "unit": unit, "old": x, "new": y, "bridge": bridge, "ratio": ratio,
-                                           "bridge_machine_ratio": drift, "machine_a": a.key.machine,
-                                           "machine_b": b.key.machine})
+                                           "unit": unit, "old": old, "new": new, "bridge": bridge, "ratio": ratio,
+                                           "bridge_machine_ratio": drift, "machine_old": g_old.key.machine,
+                                           "machine_new": g_new.key.machine})
     table.note = (f"Not a side-by-side measurement: each ratio multiplies a ratio measured on one machine by one "
                   f"measured on the other, linked by {bridge}. The last column is {bridge}'s own ratio between "
                   "the machines (identical software): a chained ratio is uncertain by at least that much. "

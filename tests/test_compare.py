@@ -220,3 +220,42 @@ def test_bridge_through_a_leg_not_in_the_results_is_a_one_line_error(tmp_path):
     proc = run_cli("compare", str(tmp_path / "r"), "--bridge", "0.18")
     assert proc.returncode != 0
     assert "--bridge: '0.18' is not a leg in these results (0.26)" in one_line_error(proc)
+
+
+def test_two_machines_of_one_model_are_two_groups_and_the_bridge_orders_legs_by_version(tmp_path):
+    """The real 26/18 + 29/26 study: two lent H200s, both `vm`, told apart by GPU UUID. Read the
+    29/26 machine first: the bridged column is still 29/18 (new over old), never 18/29."""
+    m_2926 = {"hostname": "vm", "gpus": [{"name": "NVIDIA H200", "uuid": "GPU-766a72fb-07da"}]}
+    m_2618 = {"hostname": "vm", "gpus": [{"name": "NVIDIA H200", "uuid": "GPU-4b04f8c3-be5f"}]}
+    for leg, v in (("0.26", 165.0), ("0.29", 198.0)):
+        write_result(tmp_path / "h200-2926", leg, "llama", {"mixed": v, "single-request": 8.0}, machine=m_2926)
+    for leg, v in (("0.18", 100.0), ("0.26", 150.0)):
+        write_result(tmp_path / "h200-2618", leg, "llama", {"mixed": v, "single-request": 10.0}, machine=m_2618)
+    proc = run_cli("compare", str(tmp_path / "h200-2926"), str(tmp_path / "h200-2618"), "--bridge", "0.26")
+    assert proc.returncode == 0, proc.stderr
+    # 0.26 ran on both machines: each machine keeps its own run, neither is "excluded"
+    assert "no CANONICAL entry" not in proc.stderr
+    md = proc.stdout
+    assert "## NVIDIA H200 [766a72fb] · table t" in md and "## NVIDIA H200 [4b04f8c3] · table t" in md
+    assert "| llama | 1 | mixed | 150 | 165" not in md  # no table pools the two machines' 0.26
+    row = next(ln for ln in md.splitlines() if ln.startswith("| llama | 1 | mixed | 29/18"))
+    # (198/165) x (150/100) = 1.80; 0.26 is 1.10x faster on the 0.29 leg's machine
+    assert "1.80x (bridged via 0.26; 0.18 on NVIDIA H200 [4b04f8c3], 0.29 on NVIDIA H200 [766a72fb])" in row
+    assert row.endswith("| 1.100x |") and "18/29" not in md
+    lat = next(ln for ln in md.splitlines() if ln.startswith("| llama | 1 | single-request | 18→29"))
+    assert "1.00x (bridged via 0.26" in lat and lat.endswith("| 1.250x |")
+
+
+def test_canonical_choice_is_per_machine(tmp_path):
+    """Two runs of one leg on one machine still need a choice; the same leg on another machine
+    is not a rival run."""
+    a = {"hostname": "vm", "gpus": [{"name": "NVIDIA H200", "uuid": "GPU-aaaaaaaa-1"}]}
+    b = {"hostname": "vm", "gpus": [{"name": "NVIDIA H200", "uuid": "GPU-bbbbbbbb-1"}]}
+    write_result(tmp_path / "r1", "0.26", "llama", {"mixed": 100.0}, machine=a)
+    write_result(tmp_path / "r2", "0.26", "llama", {"mixed": 110.0}, machine=a)
+    write_result(tmp_path / "r3", "0.26", "llama", {"mixed": 120.0}, machine=b)
+    proc = run_cli("compare", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    notes = [ln for ln in proc.stderr.splitlines() if "no CANONICAL entry" in ln]
+    assert len(notes) == 1 and "0.26/llama on machine aaaaaaaa: 2 runs" in notes[0], proc.stderr
+    assert "120" in proc.stdout  # machine b's only run is kept

@@ -35,10 +35,19 @@ def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
     # replaced on every call (what the device tool does), so nothing may be kept under it
     device.mkdir()
     recv = tmp_path / "recv"
+    said = []
     for p in parts:
         shutil.rmtree(device / ".stage", ignore_errors=True)
         shutil.copytree(p, device / ".stage/parts" / p.name)
-        assert stage(device, "receive", f".stage/parts/{p.name}", recv=recv).returncode == 0
+        got = stage(device, "receive", f".stage/parts/{p.name}", recv=recv)
+        assert got.returncode == 0, got.stderr
+        said.append(got.stdout.strip().split("; ")[-1])
+        if p.name == "001":  # a released machine comes back bare: it says what to send again
+            lost = stage(device, "missing", recv=recv)
+            assert lost.returncode == 1 and lost.stdout.strip() == "missing parts: 002-003"
+    assert said == ["still missing parts 001-003", "still missing parts 002-003", "still missing parts 003",
+                    "every part is here"]
+    assert stage(device, "missing", recv=recv).returncode == 0
     shutil.rmtree(device / ".stage")
     done = stage(device, "assemble", recv=recv)
     assert done.returncode == 0, done.stderr
