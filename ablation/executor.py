@@ -31,6 +31,7 @@ from ablation.stacks import StackFile
 from ablation.venvs import LegEnv, without_runner_python
 
 HARNESS = Path(__file__).parent / "harness" / "vllm_harness.py"
+DIE_WITH_PARENT = Path(__file__).parent / "harness" / "die_with_parent.py"  # execs the harness
 KILL_GRACE_S = 10.0
 
 
@@ -88,8 +89,19 @@ class RunContext:
 
 
 def finished_task_ids(run_dir: Path) -> set[str]:
-    """Tasks with a task_end event: what a resumed run must not redo."""
-    return {e["task_id"] for e in read_jsonl(layout.events_file(run_dir)) if e.get("event") == "task_end"}
+    """Tasks with a task_end event whose results file is on disk: what a resumed run must not redo.
+
+    A Ray node's task_end streams to the head before the task's files come back; a head killed
+    in between has the event and no result, and that task is redone, not lost."""
+    done = set()
+    for e in read_jsonl(layout.events_file(run_dir)):
+        if e.get("event") != "task_end":
+            continue
+        leg, slug, rep = e["task_id"].rsplit("/", 2)
+        files = layout.TaskFiles(layout.task_dir(run_dir, leg, slug), int(rep.removeprefix("r")), e.get("attempt") or 1)
+        if files.results.is_file():
+            done.add(e["task_id"])
+    return done
 
 
 def _kill_group(pgid: int) -> None:
@@ -132,6 +144,7 @@ def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
     env = without_runner_python({**os.environ, **task.stack_env, **ctx.extra_env, **task.model.engine_env})
     env.update(leg_process_env(task.env.path))
     env.pop("VIRTUAL_ENV", None)
+    env["ABLATION_RUNNER_PID"] = str(os.getpid())  # die_with_parent checks it is still its parent
     return env
 
 
@@ -223,7 +236,7 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
 
     write_json_atomic(files.task, _task_json(task, ctx, files))
     timeout = ctx.timeout_override_s or task.model.timeout_s or ctx.scenarios.table.timeout_s
-    argv = [str(task.env.python), str(ctx.harness), str(files.task)]
+    argv = [str(task.env.python), str(DIE_WITH_PARENT), str(ctx.harness), str(files.task)]
     timed_out = False
     with open(files.log, "ab") as log:
         proc = subprocess.Popen(

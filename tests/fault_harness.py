@@ -38,6 +38,10 @@ def main():
         write(task, result(task))
     elif mode.startswith("slow"):
         hang = mode in os.environ.get("FAULT_HANG_MODES", "").split(",")
+        if hang:  # like vLLM: an engine child in the same process group, which outlives a killed harness
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+            with open(os.path.join(os.path.dirname(task["output_path"]), "child.pid"), "w") as f:
+                f.write(str(child.pid))
         time.sleep(3600 if hang else float(os.environ.get("FAULT_SLOW_S", "4")))
         write(task, result(task))
     elif mode == "versioned":

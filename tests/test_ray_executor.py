@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -208,3 +210,93 @@ def test_a_leg_that_does_not_build_on_a_node_is_that_task_s_dependency_failure(t
     assert failed is not None and failed.status == "FAIL" and failed.cause["class"] == "dependency"
     assert failed.cause["signature"].startswith("leg build on node node-wit failed:")
     assert events[0]["event"] == "leg_build_failed"
+
+
+@contextmanager
+def real_ray_cluster(tmp_path: Path, roots: list[Path], ray_bin: str):
+    """`ray start --head` and one `ray start` worker per venv root, on loopback; stopped after."""
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+    loopback = "--node-ip-address=127.0.0.1"
+    try:
+        subprocess.run([ray_bin, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
+                        loopback, "--resources", '{"ablation_node": 0}', f"--temp-dir={ray_tmp}"],
+                       env=base, check=True, capture_output=True, timeout=120)
+        for root in roots:
+            subprocess.run([ray_bin, "start", f"--address={address}", "--num-cpus=1", loopback,
+                            "--resources", '{"ablation_node": 1}'],
+                           env={**base, "ABLATION_VENV_ROOT": str(root)}, check=True, capture_output=True,
+                           timeout=120)
+        yield address
+    finally:
+        subprocess.run([ray_bin, "stop", "--force"], env=base, capture_output=True, timeout=120)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def _task_processes(project: Path) -> list[int]:
+    """Live processes of this project's tasks (harnesses and their engine children), wherever Ray
+    started them: they carry the task environment (this project's lock file, the runner's pid)."""
+    out = []
+    for p in psutil.process_iter(["pid", "status"]):
+        try:
+            e = p.environ()
+        except (psutil.Error, OSError):
+            continue
+        if (e.get("ABLATION_LOCK_FILE") == str(project / "host.lock") and "ABLATION_RUNNER_PID" in e
+                and p.info["status"] != psutil.STATUS_ZOMBIE):
+            out.append(p.info["pid"])
+    return out
+
+
+def test_real_ray_start_driver_killed_mid_sweep_resumes_losing_and_duplicating_nothing(tmp_path):
+    """The head's driver is SIGKILLed while both nodes run a task: their harnesses die with their
+    Ray workers, and `--resume` on the head redoes exactly the unfinished tasks."""
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(4)]
+    project = fault_project(tmp_path, {"la": "1.16.0"}, models)
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    run_argv = project_argv(project, "run", "--leg", "la", "--scenarios", str(project / "table.yaml"),
+                            "--results", str(project / "results"), "--harness", str(FAULT_HARNESS),
+                            "--executor", "ray")
+    events = project / "results/r/run.jsonl"
+    with real_ray_cluster(tmp_path, [tmp_path / f"node{i}-venvs" for i in range(2)], ray_bin) as address:
+        # slow-2 and slow-3 hang in this first run, each with an engine child (as vLLM has)
+        driver = subprocess.Popen(run_argv + ["--address", address, "--run-id", "r"], cwd=REPO,
+                                  env=env(project, 6, hang="slow-2,slow-3"),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline, killed_while = time.monotonic() + 300, None
+        while killed_while is None and time.monotonic() < deadline and driver.poll() is None:
+            ev = read_jsonl(events) if events.is_file() else []
+            ended = {e["task_id"] for e in ev if e["event"] == "task_end"}
+            done = [t for t in ended if (project / "results/r" / t.split("/")[0] / t.split("/")[1]
+                                         / "results.json").is_file()]
+            running = {e["task_id"] for e in ev if e["event"] == "task_pid" and "node" in e} - ended
+            if done and running & {"la/fault__slow-2/r1", "la/fault__slow-3/r1"}:  # a hanging one runs
+                os.kill(driver.pid, signal.SIGKILL)  # the head's driver, mid-sweep
+                killed_while = (sorted(done), sorted(running))
+            time.sleep(0.2)
+        driver.wait(timeout=60)
+        assert killed_while is not None, "never saw a finished and a running task at once: " + driver.stderr.read()
+        done_before, running_before = killed_while
+        # the running tasks (harness + engine child) end with their Ray workers (die_with_parent)
+        gone_by = time.monotonic() + 30
+        while _task_processes(project) and time.monotonic() < gone_by:
+            time.sleep(0.5)
+        assert not _task_processes(project), "a task outlived the killed driver's Ray worker"
+        before = events.read_bytes()
+        resumed = subprocess.run(run_argv + ["--address", address, "--resume", "r"], cwd=REPO, env=env(project, 1),
+                                 capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert events.read_bytes().startswith(before), "run.jsonl was rewritten, not appended"
+    ev = read_jsonl(events)
+    resume = next(e for e in ev if e["event"] == "run_resume")
+    assert resume["already_done"] == len(done_before) and set(running_before) <= set(resume["todo"])
+    for i in range(4):  # 0 lost, 0 duplicated: one PASS result per task, on disk on the head
+        d = project / f"results/r/la/fault__slow-{i}"
+        passes = [p for p in d.glob("results*.json") if json.loads(p.read_text())["status"] == "PASS"]
+        assert len(passes) == 1, (i, sorted(p.name for p in d.iterdir()))
+        if f"la/fault__slow-{i}/r1" in done_before:  # finished before the kill: not run again
+            assert [p.name for p in passes] == ["results.json"] and not (d / "results.r1a2.json").exists()
+    print(f"driver killed with {done_before} done and {running_before} running; resumed: "
+          f"{resume['already_done']} kept, {len(resume['todo'])} redone")
