@@ -111,8 +111,12 @@ def _execute_on_node(task: Task, ctx: RunContext, attempt: int, relay=None) -> R
             push(e)
     if failed is not None:
         return failed
+    from ablation.machine import probe
+
     with tempfile.TemporaryDirectory(prefix="ablation-ray-") as tmp:
-        scratch = RunContext(ctx.run_id, Path(tmp) / ctx.run_id, ctx.scenarios, ctx.machine, harness=ctx.harness,
+        # The record names the machine that ran the task (its GPUs, CPU, hostname), not the head's:
+        # results are grouped by machine, and a B200 node's numbers must not read as the head's.
+        scratch = RunContext(ctx.run_id, Path(tmp) / ctx.run_id, ctx.scenarios, probe(), harness=ctx.harness,
                              timeout_override_s=ctx.timeout_override_s, extra_env=ctx.extra_env,
                              log=lambda m: None, gpu_check=f"ray node {node}", event_sink=push)
         outcome = run_task(task, scratch, attempt=attempt)
