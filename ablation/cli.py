@@ -160,11 +160,14 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: serial on this machine; ray: one task per node of an existing Ray cluster")
 @click.option("--address", "ray_address", default=None, help="Ray cluster address (with --executor ray)")
+@click.option("--arch", "archs", multiple=True,
+              help="with --executor ray: run the table on nodes of this architecture (as `ablation "
+                   "node-resources` names it; repeatable, or `all`), each into RESULTS/RUN@ARCH")
 @HARNESS_OPT
 @click.pass_context
 @one_line_errors
 def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, timeout_s, stop_after_s, wait, executor,
-        ray_address, harness):
+        ray_address, archs, harness):
     """Run every scenario of the table on each leg, serially, one process per (leg, model)."""
     from ablation.machine import probe
     from ablation.models import default_models_root
@@ -179,12 +182,27 @@ def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, time
     opts = SweepOptions(list(legs), scenarios, results_root, run_id=resume_id or run_id, resume=bool(resume_id),
                         repeats=repeats, timeout_override_s=timeout_s, wait_for_lock=wait,
                         harness=harness.resolve() if harness else None, executor=executor, ray_address=ray_address,
-                        stop_after_s=stop_after_s)
+                        stop_after_s=stop_after_s, archs=list(archs) or None)
     if executor == "ray" and not ray_address:
         raise AblationError("--executor ray needs --address (the cluster's head, e.g. 127.0.0.1:6379)")
     run_dir, outcomes = sweep.run(opts)
     counts = {s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")}
     click.echo(f"{run_dir}: {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['SKIP']} SKIP")
+
+
+@main.command("node-resources")
+@click.option("--arch", default=None, help="advertise this architecture instead of the one detected")
+@one_line_errors
+def node_resources(arch):
+    """The --resources JSON for `ray start` on this machine: one task slot and what it is.
+
+    `ray start --address HEAD --resources "$(ablation node-resources)"`; the architecture is the
+    GPU model and compute capability read through NVML (`nvidia-h200-sm90`), else `cpu-<model>`.
+    """
+    from ablation.machine import probe
+    from ablation.ray_executor import ARCH_RESOURCE, NODE_RESOURCE
+
+    click.echo(json.dumps({NODE_RESOURCE: 1, ARCH_RESOURCE + (arch or probe().arch): 1}))
 
 
 def _load_selected(paths: tuple[Path, ...], canonical_path: Path | None):

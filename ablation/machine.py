@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 from dataclasses import asdict, dataclass, field
 
 
@@ -37,6 +38,15 @@ class Machine:
     def platform(self) -> str:
         return "cuda" if self.gpus else "cpu"
 
+    @property
+    def arch(self) -> str:
+        """What kind of machine this is, as a Ray resource name can carry it: the GPU model and
+        compute capability (`nvidia-h200-sm90`), else `cpu-` and the CPU model."""
+        if self.gpus:
+            g = self.gpus[0]
+            return f"{_slug(g.name)}-sm{int(round(g.compute_capability * 10))}"
+        return f"cpu-{_slug(self.cpu_model)}"[:48]
+
     def as_dict(self) -> dict:
         d = asdict(self)
         d["platform"] = self.platform
@@ -54,6 +64,10 @@ class Machine:
             if cc < requires.min_compute_capability:
                 return f"needs compute capability >= {requires.min_compute_capability}, this machine has {cc or 'none'}{why}"
         return None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "unknown"
 
 
 def _cpu_model() -> str:

@@ -35,6 +35,7 @@ from ablation.executor import RunContext, Task, TaskOutcome, base_record, descri
 from ablation.jsonio import append_jsonl, read_jsonl, write_bytes_atomic
 
 NODE_RESOURCE = "ablation_node"
+ARCH_RESOURCE = "ablation_arch:"  # + Machine.arch: what a node is (`ablation node-resources` prints both)
 MAX_NODE_LOST_RETRIES = 1
 
 
@@ -96,7 +97,7 @@ class EventRelay:
 
 def _event_key(e: dict) -> tuple:
     """Identity of one event, the same in the streamed copy and in the task's returned list."""
-    return (e.get("event"), e.get("ts"), e.get("task_id"), e.get("attempt"))
+    return (e.get("run_id"), e.get("event"), e.get("ts"), e.get("task_id"), e.get("attempt"))
 
 
 def _execute_on_node(task: Task, ctx: RunContext, attempt: int, relay=None) -> RemoteResult:
@@ -104,7 +105,7 @@ def _execute_on_node(task: Task, ctx: RunContext, attempt: int, relay=None) -> R
     import ray
 
     node = ray.get_runtime_context().get_node_id()
-    push = (lambda e: relay.push.remote({**e, "node": node})) if relay is not None else None
+    push = (lambda e: relay.push.remote({"run_id": ctx.run_id, **e, "node": node})) if relay is not None else None
     task, build_events, failed = _leg_on_node(task, node)
     if push:
         for e in build_events:
@@ -125,43 +126,69 @@ def _execute_on_node(task: Task, ctx: RunContext, attempt: int, relay=None) -> R
         events = build_events + read_jsonl(scratch.events)
     for e in events:
         e["node"] = node
+        e.setdefault("run_id", ctx.run_id)  # build events are made outside the run's context
     return RemoteResult(node, outcome.status, outcome.cause, outcome.duration_s, files, events, outcome.phases)
 
 
-def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> list[TaskOutcome]:
+def _connect(address: str) -> None:
     import ray
-    from ray.exceptions import RayError, RayTaskError
 
     if not ray.is_initialized():
         ray.init(address=address, log_to_driver=False, namespace="vllm-ablation")
-    gpus = ray.cluster_resources().get("GPU", 0)
-    nodes = ray.cluster_resources().get(NODE_RESOURCE, 0)
-    if nodes < 1:
+    if ray.cluster_resources().get(NODE_RESOURCE, 0) < 1:
         raise AblationError(f"Ray cluster at {address} has no node with the '{NODE_RESOURCE}' resource; start "
-                            f"workers with --resources '{{\"{NODE_RESOURCE}\": 1}}'")
+                            f"workers with --resources \"$(ablation node-resources)\"")
+
+
+def cluster_archs(address: str) -> list[str]:
+    """The architectures the cluster's nodes advertise (`ablation_arch:<arch>` resources)."""
+    import ray
+
+    _connect(address)
+    return sorted(k.removeprefix(ARCH_RESOURCE) for k in ray.cluster_resources() if k.startswith(ARCH_RESOURCE))
+
+
+@dataclass
+class RayJob:
+    """One task of one run: `arch` pins it to nodes of that architecture (None: any node)."""
+    task: Task
+    ctx: RunContext
+    arch: str | None = None
+
+
+def run_on_ray(jobs: list[RayJob], address: str, progress) -> list[TaskOutcome]:
+    """Run every job on the cluster at once (each node serial), writing each into its own run."""
+    import ray
+    from ray.exceptions import RayError, RayTaskError
+
+    _connect(address)
+    gpus = ray.cluster_resources().get("GPU", 0)
     remote = ray.remote(max_retries=0)(_execute_on_node)
     relay = ray.remote(num_cpus=0)(EventRelay).remote()
     streamed: set[tuple] = set()
+    runs = {job.ctx.run_id: job.ctx for job in jobs}
 
     def drain_events() -> None:
         for e in ray.get(relay.drain.remote()):
             streamed.add(_event_key(e))
-            append_jsonl(ctx.events, e)
+            append_jsonl(runs[e["run_id"]].events, e)  # each event into the run it belongs to
 
-    def submit(task: Task):
+    def submit(job: RayJob):
+        task, ctx = job.task, job.ctx
         files = layout.next_task_files(ctx.run_dir, task.leg, task.model.slug, task.repeat)
         files.directory.mkdir(parents=True, exist_ok=True)
         # Claim the attempt number at once (an empty log), so a retry gets the next one.
         files.log.touch()
-        opts = {"resources": {NODE_RESOURCE: 1}, "num_gpus": task.model.tp if gpus else 0, "num_cpus": 0}
-        ctx.event("task_dispatch", task_id=task.task_id, attempt=files.attempt, executor="ray")
+        resources = {NODE_RESOURCE: 1, **({ARCH_RESOURCE + job.arch: 0.001} if job.arch else {})}
+        opts = {"resources": resources, "num_gpus": task.model.tp if gpus else 0, "num_cpus": 0}
+        ctx.event("task_dispatch", task_id=task.task_id, attempt=files.attempt, executor="ray", arch=job.arch)
         return remote.options(**opts).remote(task, ctx, files.attempt, relay), files
 
     pending = {}
-    retries: dict[str, int] = {}
-    for task in tasks:
-        ref, files = submit(task)
-        pending[ref] = (task, files, time.time())
+    retries: dict[tuple[str, str], int] = {}
+    for job in jobs:
+        ref, files = submit(job)
+        pending[ref] = (job, files, time.time())
     outcomes: list[TaskOutcome] = []
     done_count = 0
     while pending:
@@ -170,7 +197,8 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
         if not ready:
             continue
         ref = ready[0]
-        task, files, submitted = pending.pop(ref)
+        job, files, submitted = pending.pop(ref)
+        task, ctx = job.task, job.ctx
         where = ""
         try:
             result: RemoteResult = ray.get(ref)
@@ -179,10 +207,11 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
         except RayError as exc:
             outcome = _record_failure(ctx, task, files, submitted, "node-lost",
                                       f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
-            if retries.get(task.task_id, 0) < MAX_NODE_LOST_RETRIES:
-                retries[task.task_id] = retries.get(task.task_id, 0) + 1
-                ref2, files2 = submit(task)
-                pending[ref2] = (task, files2, time.time())
+            key = (ctx.run_id, task.task_id)
+            if retries.get(key, 0) < MAX_NODE_LOST_RETRIES:
+                retries[key] = retries.get(key, 0) + 1
+                ref2, files2 = submit(job)
+                pending[ref2] = (job, files2, time.time())
                 ctx.event("task_retry", task_id=task.task_id, attempt=files2.attempt, reason="node-lost")
         else:
             for name, content in result.files.items():
@@ -198,7 +227,7 @@ def run_on_ray(tasks: list[Task], ctx: RunContext, address: str, progress) -> li
                 _record_failure(ctx, task, files, submitted, result.cause["class"], result.cause["signature"])
             outcome = TaskOutcome(task.task_id, result.status, result.cause, files.results, result.duration_s,
                                   result.phases)
-            where = f" on node {result.node[:8]}"
+            where = f" on node {result.node[:8]}" + (f" ({job.arch})" if job.arch else "")
         done_count += 1
         progress.task_finished(done_count, describe(outcome) + where)
         outcomes.append(outcome)

@@ -47,6 +47,9 @@ class SweepOptions:
     # Leased machines end at a known time: start no task that the longest task so far says
     # cannot finish before this many seconds from the sweep's start; the rest resumes later.
     stop_after_s: float | None = None
+    # Ray only: run the table once per architecture the nodes advertise (["all"]: every one),
+    # each into its own run directory `<run-id>@<arch>`, all at once on the cluster.
+    archs: list[str] | None = None
 
 
 @dataclass
@@ -125,26 +128,45 @@ class Sweep:
         return tasks
 
     def run(self, opts: SweepOptions) -> tuple[Path, list[TaskOutcome]]:
+        """Run (or resume) the sweep; returns its run directory (for several architectures, the
+        results root that holds their `<run-id>@<arch>` directories) and every outcome."""
         run_id = opts.run_id or new_run_id()
-        run_dir = opts.results_root / run_id
-        if opts.resume and not layout.events_file(run_dir).is_file():
-            raise AblationError(f"cannot resume run '{run_id}': {layout.events_file(run_dir)} does not exist")
-        if not opts.resume and layout.events_file(run_dir).exists():
-            raise AblationError(f"run '{run_id}' already exists in {run_dir}; pass --resume {run_id} to continue it")
         resolved = self.validate(opts)
         opts = replace(opts, legs=list(resolved.stack_files))  # leg names from here on, never paths
-        if opts.resume:
-            self._check_resume_matches(run_dir, opts)
+        runs = self._run_dirs(opts, run_id)
+        for rid, run_dir in runs:
+            if opts.resume and not layout.events_file(run_dir).is_file():
+                raise AblationError(f"cannot resume run '{rid}': {layout.events_file(run_dir)} does not exist")
+            if not opts.resume and layout.events_file(run_dir).exists():
+                raise AblationError(f"run '{rid}' already exists in {run_dir}; pass --resume {run_id} to continue it")
+            if opts.resume:
+                self._check_resume_matches(run_dir, opts)
         with host_lock(opts.lock_path, run_id, opts.wait_for_lock, log=self.log):
             started = time.monotonic()
-            run_dir, outcomes = self._run_locked(opts, run_id, run_dir, resolved)
+            outcomes = self._run_locked(opts, runs, resolved)
             share = timed_share([o.phases for o in outcomes], time.monotonic() - started)
             self.log(f"[run {run_id}] {share} (venv checks, engine starts, warm-ups and teardown are the rest)")
-            return run_dir, outcomes
+            return (runs[0][1] if len(runs) == 1 and not opts.archs else opts.results_root), outcomes
 
-    def _run_locked(self, opts: SweepOptions, run_id: str, run_dir: Path,
-                    resolved: Resolved) -> tuple[Path, list[TaskOutcome]]:
-        tasks = self.plan(opts, resolved)
+    def _run_dirs(self, opts: SweepOptions, run_id: str) -> list[tuple[str, Path]]:
+        """(run id, run dir) of each run this sweep writes: one, or one per architecture."""
+        if not opts.archs:
+            return [(run_id, opts.results_root / run_id)]
+        if opts.executor != "ray":
+            raise AblationError("--arch places tasks on Ray nodes by architecture; it needs --executor ray")
+        from ablation.ray_executor import cluster_archs
+
+        have = cluster_archs(opts.ray_address)
+        archs = have if opts.archs == ["all"] else opts.archs
+        unknown = [a for a in archs if a not in have]
+        if unknown or not archs:
+            raise AblationError(f"--arch: {', '.join(unknown) or 'all'}: no node advertises "
+                                f"{'it' if unknown else 'an architecture'} (nodes advertise: {', '.join(have) or 'none'}; "
+                                "start them with --resources \"$(ablation node-resources)\")")
+        return [(f"{run_id}@{a}", opts.results_root / f"{run_id}@{a}") for a in archs]
+
+    def _open_run(self, opts: SweepOptions, run_id: str, run_dir: Path, tasks: list[Task]) -> tuple[RunContext, list[Task]]:
+        """The run's context, its manifest and start event; returns the tasks it still has to do."""
         ctx = RunContext(run_id, run_dir, opts.scenarios, self.machine,
                          timeout_override_s=opts.timeout_override_s, log=self.log)
         if opts.harness:
@@ -161,15 +183,24 @@ class Sweep:
         ctx.event("run_start" if not opts.resume else "run_resume", argv=sys.argv, legs=opts.legs,
                   scenario_sha256=opts.scenarios.sha256, tasks=len(tasks), already_done=len(done),
                   todo=[t.task_id for t in todo], warnings=warnings)
+        return ctx, todo
+
+    def _run_locked(self, opts: SweepOptions, runs: list[tuple[str, Path]], resolved: Resolved) -> list[TaskOutcome]:
+        tasks = self.plan(opts, resolved)
+        opened = [(self._open_run(opts, rid, run_dir, tasks), rid) for rid, run_dir in runs]
         outcomes: list[TaskOutcome] = []
         with sweep_progress(self.log) as progress:
-            progress.start(len(todo), f"run {run_id}" + (f" on Ray at {opts.ray_address}" if opts.executor == "ray"
-                                                         else ""))
             if opts.executor == "ray":
-                from ablation.ray_executor import run_on_ray
+                from ablation.ray_executor import RayJob, run_on_ray
 
-                outcomes = run_on_ray(todo, ctx, opts.ray_address, progress)
+                jobs = [RayJob(t, ctx, rid.rsplit("@", 1)[1] if opts.archs else None)
+                        for (ctx, todo), rid in opened for t in todo]
+                progress.start(len(jobs), f"run {runs[0][0] if len(runs) == 1 else ', '.join(r for r, _ in runs)}"
+                               f" on Ray at {opts.ray_address}")
+                outcomes = run_on_ray(jobs, opts.ray_address, progress)
             else:
+                (ctx, todo), _ = opened[0]
+                progress.start(len(todo), f"run {ctx.run_id}")
                 clock, stopped = time.monotonic(), False
                 for i, task in enumerate(todo, 1):
                     # A SKIP costs nothing and is recorded even past the budget: never "not run".
@@ -182,8 +213,10 @@ class Sweep:
                     outcome = run_task(task, ctx)
                     progress.task_finished(i, describe(outcome))
                     outcomes.append(outcome)
-        ctx.event("run_end", counts={s: sum(o.status == s for o in outcomes) for s in ("PASS", "FAIL", "SKIP")})
-        return run_dir, outcomes
+        for (ctx, _), _ in opened:
+            mine = [o for o in outcomes if o.results_path.is_relative_to(ctx.run_dir)]
+            ctx.event("run_end", counts={s: sum(o.status == s for o in mine) for s in ("PASS", "FAIL", "SKIP")})
+        return outcomes
 
     def _out_of_budget(self, opts: SweepOptions, ctx: RunContext, elapsed: float, outcomes: list[TaskOutcome],
                        rest: list[Task]) -> bool:

@@ -72,15 +72,16 @@ def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(project):
     runner = start(project, 1, "--leg", "la", "--leg", "lb", "--run-id", "r", hang="slow-2")
     wait_for_event(events, "task_end", 2, timeout=300)
     wait_for_event(events, "task_pid", 3)
-    os.kill(runner.pid, signal.SIGKILL)
-    runner.wait()
     interrupted = [e for e in read_jsonl(events) if e["event"] == "task_pid"][-1]
     leg, slug, _ = interrupted["task_id"].split("/")
     child_pid_file = project / "results/r" / leg / slug / "child.pid"
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # the hanging harness has started its engine child
     while not child_pid_file.is_file() and time.monotonic() < deadline:
         time.sleep(0.1)
+    time.sleep(0.2)  # the pid is written whole
     child = int(child_pid_file.read_text())
+    os.kill(runner.pid, signal.SIGKILL)
+    runner.wait()
     # the task's group leader (die_with_parent) is told by the kernel that its runner died, and
     # ends the whole group: the harness AND its engine child, before anyone resumes anything
     gone_by = time.monotonic() + 5

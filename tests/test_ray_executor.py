@@ -134,21 +134,8 @@ def test_real_ray_start_nodes_build_their_own_legs_with_identical_locks(tmp_path
     models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(4)]
     project = fault_project(tmp_path, {"la": "1.16.0"}, models)
     ray_bin = str(Path(sys.executable).parent / "ray")
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
-    base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     roots = [tmp_path / f"node{i}-venvs" for i in range(2)]
-    ray_tmp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-    loopback = "--node-ip-address=127.0.0.1"
-    try:
-        subprocess.run([ray_bin, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
-                        loopback, "--resources", '{"ablation_node": 0}', f"--temp-dir={ray_tmp}"],
-                       env=base, check=True, capture_output=True, timeout=120)
-        for root in roots:
-            subprocess.run([ray_bin, "start", f"--address={address}", "--num-cpus=1", loopback,
-                            "--resources", '{"ablation_node": 1}'],
-                           env={**base, "ABLATION_VENV_ROOT": str(root)}, check=True, capture_output=True,
-                           timeout=120)
+    with real_ray_cluster(tmp_path, roots, ray_bin) as address:
         run = subprocess.Popen(project_argv(project, "run", "--leg", "la", "--scenarios", str(project / "table.yaml"),
                                             "--results", str(project / "results"), "--run-id", "r", "--harness",
                                             str(FAULT_HARNESS), "--executor", "ray", "--address", address),
@@ -167,9 +154,6 @@ def test_real_ray_start_nodes_build_their_own_legs_with_identical_locks(tmp_path
             time.sleep(0.2)
         out, err = run.communicate(timeout=600)
         proc = subprocess.CompletedProcess(run.args, run.returncode, out, err)
-    finally:
-        subprocess.run([ray_bin, "stop", "--force"], env=base, capture_output=True, timeout=120)
-        shutil.rmtree(ray_tmp, ignore_errors=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     ev = read_jsonl(project / "results/r/run.jsonl")
     assert sorted(e["task_id"] for e in ev if e["event"] == "task_end" and e["status"] == "PASS") == \
@@ -213,8 +197,9 @@ def test_a_leg_that_does_not_build_on_a_node_is_that_task_s_dependency_failure(t
 
 
 @contextmanager
-def real_ray_cluster(tmp_path: Path, roots: list[Path], ray_bin: str):
-    """`ray start --head` and one `ray start` worker per venv root, on loopback; stopped after."""
+def real_ray_cluster(tmp_path: Path, roots: list[Path], ray_bin: str, archs: list[str] | None = None):
+    """`ray start --head` and one `ray start` worker per venv root, on loopback; stopped after.
+    `archs`: what each worker advertises (`ablation node-resources --arch`), as if they differed."""
     port = _free_port()
     address = f"127.0.0.1:{port}"
     base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
@@ -224,9 +209,10 @@ def real_ray_cluster(tmp_path: Path, roots: list[Path], ray_bin: str):
         subprocess.run([ray_bin, "start", "--head", f"--port={port}", "--num-cpus=1", "--include-dashboard=false",
                         loopback, "--resources", '{"ablation_node": 0}', f"--temp-dir={ray_tmp}"],
                        env=base, check=True, capture_output=True, timeout=120)
-        for root in roots:
+        for i, root in enumerate(roots):
+            resources = {"ablation_node": 1, **({f"ablation_arch:{archs[i]}": 1} if archs else {})}
             subprocess.run([ray_bin, "start", f"--address={address}", "--num-cpus=1", loopback,
-                            "--resources", '{"ablation_node": 1}'],
+                            "--resources", json.dumps(resources)],
                            env={**base, "ABLATION_VENV_ROOT": str(root)}, check=True, capture_output=True,
                            timeout=120)
         yield address
@@ -300,3 +286,39 @@ def test_real_ray_start_driver_killed_mid_sweep_resumes_losing_and_duplicating_n
             assert [p.name for p in passes] == ["results.json"] and not (d / "results.r1a2.json").exists()
     print(f"driver killed with {done_before} done and {running_before} running; resumed: "
           f"{resume['already_done']} kept, {len(resume['todo'])} redone")
+
+
+def test_real_ray_start_one_command_runs_the_table_on_every_architecture(tmp_path):
+    """Two workers that advertise two (fake) architectures: `--arch all` runs the whole table on
+    each, into one run directory per architecture, and compare-arch reads those directly."""
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(2)]
+    project = fault_project(tmp_path, {"la": "1.16.0"}, models)
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    roots = [tmp_path / "h200-node-venvs", tmp_path / "b200-node-venvs"]
+    resources = subprocess.run(project_argv(project, "node-resources", "--arch", "fake-h200"), cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout
+    assert json.loads(resources) == {"ablation_node": 1, "ablation_arch:fake-h200": 1}
+    run_argv = project_argv(project, "run", "--leg", "la", "--scenarios", str(project / "table.yaml"),
+                            "--results", str(project / "results"), "--harness", str(FAULT_HARNESS),
+                            "--executor", "ray", "--run-id", "r")
+    with real_ray_cluster(tmp_path, roots, ray_bin, archs=["fake-h200", "fake-b200"]) as address:
+        proc = subprocess.run(run_argv + ["--address", address, "--arch", "all"], cwd=REPO, env=env(project, 1),
+                              capture_output=True, text=True, timeout=300)
+        unknown = subprocess.run(run_argv + ["--address", address, "--arch", "fake-mi300"], cwd=REPO,
+                                 env=env(project, 1), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = one_line_error(unknown)
+    assert "--arch: fake-mi300: no node advertises it" in line and "fake-b200, fake-h200" in line
+    for arch, root in (("fake-h200", roots[0]), ("fake-b200", roots[1])):
+        run_dir = project / f"results/r@{arch}"
+        ends = [e for e in read_jsonl(run_dir / "run.jsonl") if e["event"] == "task_end"]
+        assert sorted(e["task_id"] for e in ends if e["status"] == "PASS") == ["la/fault__slow-0/r1",
+                                                                                "la/fault__slow-1/r1"]
+        for i in range(2):  # every task of this directory ran on the node of this architecture
+            rec = json.loads((run_dir / f"la/fault__slow-{i}/results.json").read_text())
+            assert rec["run_id"] == f"r@{arch}" and rec["stack"]["venv"].startswith(str(root))
+    arch = subprocess.run(project_argv(project, "compare-arch", str(project / "results/r@fake-h200"),
+                                       str(project / "results/r@fake-b200"), "--names", "H200,B200"),
+                          cwd=REPO, capture_output=True, text=True)
+    assert arch.returncode == 0, arch.stderr
+    assert "H200" in arch.stdout and "B200" in arch.stdout
