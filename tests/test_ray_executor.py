@@ -322,3 +322,42 @@ def test_real_ray_start_one_command_runs_the_table_on_every_architecture(tmp_pat
                           cwd=REPO, capture_output=True, text=True)
     assert arch.returncode == 0, arch.stderr
     assert "H200" in arch.stdout and "B200" in arch.stdout
+
+
+def test_real_ray_start_worker_killed_mid_task_is_node_lost_and_retried_once(tmp_path):
+    """Kill the raylet of the `ray start` worker running a task: that attempt is FAIL(node-lost),
+    the task is retried once on the other worker, and the other tasks are not disturbed."""
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(3)]
+    project = fault_project(tmp_path, {"la": "1.16.0"}, models)
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    roots = [tmp_path / f"node{i}-venvs" for i in range(2)]
+    run_argv = project_argv(project, "run", "--leg", "la", "--scenarios", str(project / "table.yaml"),
+                            "--results", str(project / "results"), "--harness", str(FAULT_HARNESS),
+                            "--executor", "ray", "--run-id", "r", "--timeout", "20")
+    with real_ray_cluster(tmp_path, roots, ray_bin) as address:
+        # each task runs 3 s (a `ray start` worker's tasks see that worker's environment, so the
+        # driver's FAULT_* knobs other than what the task carries do not reach them): kill the
+        # raylet under slow-0 while it runs
+        driver = subprocess.Popen(run_argv + ["--address", address], cwd=REPO, env=env(project, 3, hang="slow-0"),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        raylet, deadline = None, time.monotonic() + 180
+        while raylet is None and time.monotonic() < deadline:
+            for p in psutil.process_iter(["cmdline"]):
+                cmd = " ".join(p.info["cmdline"] or [])
+                if FAULT_HARNESS.name in cmd and "fault__slow-0" in cmd:
+                    raylet = next((a for a in p.parents() if "raylet" in a.name()), None)
+            time.sleep(0.3)
+        assert raylet is not None, "the hanging task never started under a raylet"
+        raylet.kill()  # that machine is gone
+        _, err = driver.communicate(timeout=300)
+    assert driver.returncode == 0, err[-3000:]
+    ev = read_jsonl(project / "results/r/run.jsonl")
+    ends = [e for e in ev if e["event"] == "task_end"]
+    lost = [e for e in ends if (e.get("cause") or {}).get("class") == "node-lost"]
+    assert [(e["task_id"], e["attempt"]) for e in lost] == [("la/fault__slow-0/r1", 1)]
+    assert [(e["task_id"], e["attempt"]) for e in ev if e["event"] == "task_retry"] == [("la/fault__slow-0/r1", 2)]
+    d = project / "results/r/la/fault__slow-0"
+    second = json.loads((d / "results.r1a2.json").read_text())  # recorded beside attempt 1, not over it
+    assert second["status"] == "PASS" or second["cause"]["class"] == "timeout"
+    assert json.loads((d / "results.json").read_text())["cause"]["class"] == "node-lost"
+    assert {"la/fault__slow-1/r1", "la/fault__slow-2/r1"} <= {e["task_id"] for e in ends if e["status"] == "PASS"}
