@@ -335,10 +335,8 @@ def test_real_ray_start_worker_killed_mid_task_is_node_lost_and_retried_once(tmp
                             "--results", str(project / "results"), "--harness", str(FAULT_HARNESS),
                             "--executor", "ray", "--run-id", "r", "--timeout", "20")
     with real_ray_cluster(tmp_path, roots, ray_bin) as address:
-        # each task runs 3 s (a `ray start` worker's tasks see that worker's environment, so the
-        # driver's FAULT_* knobs other than what the task carries do not reach them): kill the
-        # raylet under slow-0 while it runs
-        driver = subprocess.Popen(run_argv + ["--address", address], cwd=REPO, env=env(project, 3, hang="slow-0"),
+        # each task runs about 3 s: kill the raylet under slow-0 while it runs
+        driver = subprocess.Popen(run_argv + ["--address", address], cwd=REPO, env=env(project, 3),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         raylet, deadline = None, time.monotonic() + 180
         while raylet is None and time.monotonic() < deadline:
