@@ -26,7 +26,6 @@ def machine_of(r: TaskResult) -> str:
     return label + (f" x{len(gpus)}" if len(gpus) > 1 else "")
 
 
-
 @dataclass(frozen=True)
 class GroupKey:
     scenario_sha256: str

@@ -131,15 +131,16 @@ class Sweep:
         """Run (or resume) the sweep; returns its run directory (for several architectures, the
         results root that holds their `<run-id>@<arch>` directories) and every outcome."""
         run_id = opts.run_id or new_run_id()
-        resolved = self.validate(opts)
-        opts = replace(opts, legs=list(resolved.stack_files))  # leg names from here on, never paths
         runs = self._run_dirs(opts, run_id)
-        for rid, run_dir in runs:
+        for rid, run_dir, _ in runs:  # cheap checks first: nothing is prepared for a run that cannot start
             if opts.resume and not layout.events_file(run_dir).is_file():
                 raise AblationError(f"cannot resume run '{rid}': {layout.events_file(run_dir)} does not exist")
             if not opts.resume and layout.events_file(run_dir).exists():
                 raise AblationError(f"run '{rid}' already exists in {run_dir}; pass --resume {run_id} to continue it")
-            if opts.resume:
+        resolved = self.validate(opts)
+        opts = replace(opts, legs=list(resolved.stack_files))  # leg names from here on, never paths
+        if opts.resume:
+            for _, run_dir, _ in runs:
                 self._check_resume_matches(run_dir, opts)
         with host_lock(opts.lock_path, run_id, opts.wait_for_lock, log=self.log):
             started = time.monotonic()
@@ -148,10 +149,11 @@ class Sweep:
             self.log(f"[run {run_id}] {share} (venv checks, engine starts, warm-ups and teardown are the rest)")
             return (runs[0][1] if len(runs) == 1 and not opts.archs else opts.results_root), outcomes
 
-    def _run_dirs(self, opts: SweepOptions, run_id: str) -> list[tuple[str, Path]]:
-        """(run id, run dir) of each run this sweep writes: one, or one per architecture."""
+    def _run_dirs(self, opts: SweepOptions, run_id: str) -> list[tuple[str, Path, str | None]]:
+        """(run id, run dir, architecture or None) of each run this sweep writes: one, or one per
+        architecture."""
         if not opts.archs:
-            return [(run_id, opts.results_root / run_id)]
+            return [(run_id, opts.results_root / run_id, None)]
         if opts.executor != "ray":
             raise AblationError("--arch places tasks on Ray nodes by architecture; it needs --executor ray")
         from ablation.ray_executor import cluster_archs
@@ -163,7 +165,7 @@ class Sweep:
             raise AblationError(f"--arch: {', '.join(unknown) or 'all'}: no node advertises "
                                 f"{'it' if unknown else 'an architecture'} (nodes advertise: {', '.join(have) or 'none'}; "
                                 "start them with --resources \"$(ablation node-resources)\")")
-        return [(f"{run_id}@{a}", opts.results_root / f"{run_id}@{a}") for a in archs]
+        return [(f"{run_id}@{a}", opts.results_root / f"{run_id}@{a}", a) for a in archs]
 
     def _open_run(self, opts: SweepOptions, run_id: str, run_dir: Path, tasks: list[Task]) -> tuple[RunContext, list[Task]]:
         """The run's context, its manifest and start event; returns the tasks it still has to do."""
@@ -185,21 +187,20 @@ class Sweep:
                   todo=[t.task_id for t in todo], warnings=warnings)
         return ctx, todo
 
-    def _run_locked(self, opts: SweepOptions, runs: list[tuple[str, Path]], resolved: Resolved) -> list[TaskOutcome]:
+    def _run_locked(self, opts: SweepOptions, runs: list[tuple[str, Path, str | None]],
+                    resolved: Resolved) -> list[TaskOutcome]:
         tasks = self.plan(opts, resolved)
-        opened = [(self._open_run(opts, rid, run_dir, tasks), rid) for rid, run_dir in runs]
+        opened = [(*self._open_run(opts, rid, run_dir, tasks), arch) for rid, run_dir, arch in runs]
         outcomes: list[TaskOutcome] = []
         with sweep_progress(self.log) as progress:
             if opts.executor == "ray":
                 from ablation.ray_executor import RayJob, run_on_ray
 
-                jobs = [RayJob(t, ctx, rid.rsplit("@", 1)[1] if opts.archs else None)
-                        for (ctx, todo), rid in opened for t in todo]
-                progress.start(len(jobs), f"run {runs[0][0] if len(runs) == 1 else ', '.join(r for r, _ in runs)}"
-                               f" on Ray at {opts.ray_address}")
+                jobs = [RayJob(t, ctx, arch) for ctx, todo, arch in opened for t in todo]
+                progress.start(len(jobs), f"run {', '.join(rid for rid, _, _ in runs)} on Ray at {opts.ray_address}")
                 outcomes = run_on_ray(jobs, opts.ray_address, progress)
             else:
-                (ctx, todo), _ = opened[0]
+                ctx, todo, _ = opened[0]
                 progress.start(len(todo), f"run {ctx.run_id}")
                 clock, stopped = time.monotonic(), False
                 for i, task in enumerate(todo, 1):
@@ -213,7 +214,7 @@ class Sweep:
                     outcome = run_task(task, ctx)
                     progress.task_finished(i, describe(outcome))
                     outcomes.append(outcome)
-        for (ctx, _), _ in opened:
+        for ctx, _, _ in opened:
             mine = [o for o in outcomes if o.results_path.is_relative_to(ctx.run_dir)]
             ctx.event("run_end", counts={s: sum(o.status == s for o in mine) for s in ("PASS", "FAIL", "SKIP")})
         return outcomes
