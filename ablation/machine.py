@@ -57,6 +57,8 @@ class Machine:
         why = f" ({requires.reason})" if requires.reason else ""
         if requires.platform and requires.platform != self.platform:
             return f"needs platform {requires.platform}, this machine is {self.platform}{why}"
+        if requires.min_cpus and self.cpu_count < requires.min_cpus:
+            return f"needs {requires.min_cpus} CPUs, this machine has {self.cpu_count}{why}"
         if requires.min_gpus and len(self.gpus) < requires.min_gpus:
             return f"needs {requires.min_gpus} GPUs, this machine has {len(self.gpus)}{why}"
         if requires.min_compute_capability:
@@ -79,6 +81,15 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def _usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: `taskset`, a cgroup cpuset), which is what
+    a task started here gets; not the host's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 0
 
 
 def _memory_gib() -> float:
@@ -156,7 +167,7 @@ def probe() -> Machine:
     return Machine(
         hostname=platform.node(),
         cpu_model=_cpu_model(),
-        cpu_count=os.cpu_count() or 0,
+        cpu_count=_usable_cpus(),
         memory_gib=_memory_gib(),
         driver=driver,
         cuda_driver=cuda,

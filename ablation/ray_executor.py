@@ -148,6 +148,28 @@ def cluster_archs(address: str) -> list[str]:
     return sorted(k.removeprefix(ARCH_RESOURCE) for k in ray.cluster_resources() if k.startswith(ARCH_RESOURCE))
 
 
+def arch_machines(address: str, archs: list[str]) -> dict[str, list]:
+    """Each architecture's nodes, as each describes itself (`probe()` run on that node): the head
+    judges a scenario's `requires` against these, since the head itself may be another machine."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from ablation.machine import probe
+
+    _connect(address)
+    remote_probe = ray.remote(num_cpus=0, max_retries=0)(probe)
+    refs: dict[str, list] = {a: [] for a in archs}
+    for node in ray.nodes():
+        have = node.get("Resources", {})
+        if not node.get("Alive") or have.get(NODE_RESOURCE, 0) < 1:
+            continue
+        for a in archs:
+            if have.get(ARCH_RESOURCE + a, 0) > 0:
+                where = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+                refs[a].append(remote_probe.options(scheduling_strategy=where).remote())
+    return {a: ray.get(r, timeout=120) for a, r in refs.items()}
+
+
 @dataclass
 class RayJob:
     """One task of one run: `arch` pins it to nodes of that architecture (None: any node)."""

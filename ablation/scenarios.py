@@ -70,6 +70,7 @@ class Requires(BaseModel):
     platform: Literal["cpu", "cuda"] | None = None
     min_compute_capability: float | None = None
     min_gpus: int | None = None
+    min_cpus: int | None = Field(None, ge=1, description="CPUs the task may run on (its affinity), e.g. for tp on CPU")
     reason: str | None = Field(None, description="why, in the words the SKIP line will use")
 
 

@@ -54,10 +54,14 @@ class SweepOptions:
 
 @dataclass
 class Resolved:
-    """What validation found: the legs' stack files, skip reasons, prepared models."""
+    """What validation found: the legs' stack files, skip reasons, prepared models.
+
+    `machines` and `skip` are keyed by architecture (None: this machine, the local run): a
+    scenario is SKIP where that architecture's machine cannot run it, wherever the head is."""
 
     stack_files: dict[str, StackFile]
-    skip: dict[str, str | None]
+    machines: dict[str | None, Machine]
+    skip: dict[str | None, dict[str, str | None]]
     prepared: dict[str, PreparedModel]
 
 
@@ -78,15 +82,38 @@ class Sweep:
         self.machine = machine
         self.log = log
 
-    def _check_platform(self, sf: StackFile) -> None:
-        if sf.stack.platform == "cuda" and self.machine.platform != "cuda":
+    @staticmethod
+    def _check_platform(sf: StackFile, machine: Machine, arch: str | None) -> None:
+        if sf.stack.platform == "cuda" and machine.platform != "cuda":
+            if arch:
+                raise AblationError(f"{sf.path}: field 'platform': leg {sf.leg} needs CUDA GPUs and the nodes of "
+                                    f"architecture {arch} have none; pass --arch with GPU architectures only")
             raise AblationError(
                 f"{sf.path}: field 'platform': leg {sf.leg} needs CUDA GPUs and this machine has none; "
                 "run it on a GPU machine or pick a -cpu leg"
             )
 
-    def validate(self, opts: SweepOptions) -> Resolved:
-        """Everything bad input can break, checked before the host lock is awaited or a venv is built."""
+    @staticmethod
+    def _skip_reasons(table, arch: str | None, machines: list[Machine]) -> dict[str, str | None]:
+        """model id -> why the architecture's machines cannot run it (None: they can). Nodes that
+        advertise one architecture must agree, or a task's SKIP/PASS would depend on placement."""
+        skip = {}
+        for m in table.models:
+            reasons = {machine.unmet(m.requires) for machine in machines}
+            if len(reasons) > 1:
+                raise AblationError(f"--arch {arch}: its nodes differ on model {m.id} ("
+                                    + "; ".join(sorted(r or "can run it" for r in reasons))
+                                    + "); start unlike nodes with different `ablation node-resources --arch` names")
+            skip[m.id] = reasons.pop()
+        return skip
+
+    def validate(self, opts: SweepOptions, machines: dict[str | None, list[Machine]] | None = None) -> Resolved:
+        """Everything bad input can break, checked before the host lock is awaited or a venv is built.
+        `machines`: each architecture's nodes (Ray `--arch`); by default this machine alone."""
+        machines = machines or {None: [self.machine]}
+        empty = [a for a, ms in machines.items() if not ms]
+        if empty:
+            raise AblationError(f"--arch: {', '.join(empty)}: no live node of it answered; check `ray status`")
         if not opts.legs:
             raise AblationError("no legs given; pass --leg (known legs: " + ", ".join(self.stacks.legs()) + ")")
         stack_files: dict[str, StackFile] = {}
@@ -97,35 +124,40 @@ class Sweep:
             stack_files[sf.leg] = sf
         table = opts.scenarios.table
         for sf in stack_files.values():
-            self._check_platform(sf)
+            for arch, ms in machines.items():
+                self._check_platform(sf, ms[0], arch)
             for m in table.models:
                 clash = sorted(k for k, v in m.engine_env.items() if sf.stack.env.get(k, v) != v)
                 if clash:
                     raise AblationError(f"{opts.scenarios.path}: field 'engine_env' of {m.id}: {', '.join(clash)} "
                                         f"also set differently by {sf.path} ('env'); set it in one place")
-        skip = {m.id: self.machine.unmet(m.requires) for m in table.models}
-        prepared = {m.id: prepare_model(m, opts.scenarios, self.models_root) for m in table.models if not skip[m.id]}
-        return Resolved(stack_files, skip, prepared)
+        skip = {arch: self._skip_reasons(table, arch, ms) for arch, ms in machines.items()}
+        runnable = [m for m in table.models if any(not s[m.id] for s in skip.values())]
+        prepared = {m.id: prepare_model(m, opts.scenarios, self.models_root) for m in runnable}
+        return Resolved(stack_files, {a: ms[0] for a, ms in machines.items()}, skip, prepared)
 
-    def plan(self, opts: SweepOptions, resolved: Resolved | None = None) -> list[Task]:
-        """Tasks in run order; builds (or reuses) the venvs they need."""
+    def plan(self, opts: SweepOptions, resolved: Resolved | None = None) -> dict[str | None, list[Task]]:
+        """Each architecture's tasks in run order (key None: the local run); builds (or reuses)
+        the venvs they need, once for all architectures."""
         resolved = resolved or self.validate(opts)
         envs = {}
-        tasks = []
+        plans: dict[str | None, list[Task]] = {arch: [] for arch in resolved.skip}
         for repeat, legs in leg_order(list(resolved.stack_files), opts.repeats):
             for leg in legs:
                 sf = resolved.stack_files[leg]
                 for m in opts.scenarios.table.models:
-                    if resolved.skip[m.id]:
-                        tasks.append(Task(leg, m, repeat, None, None, skip_reason=resolved.skip[m.id]))
-                        continue
-                    override = sf.stack.override_for(m.id)
-                    variant = override.name if override else None
-                    if (leg, variant) not in envs:
-                        envs[(leg, variant)] = self.builder.ensure(sf, variant)
-                    tasks.append(Task(leg, m, repeat, envs[(leg, variant)], resolved.prepared[m.id],
-                                      stack_env=sf.stack.env, stack_file=sf, patches_dir=self.builder.patches_dir))
-        return tasks
+                    for arch, skip in resolved.skip.items():
+                        if skip[m.id]:
+                            plans[arch].append(Task(leg, m, repeat, None, None, skip_reason=skip[m.id]))
+                            continue
+                        override = sf.stack.override_for(m.id)
+                        variant = override.name if override else None
+                        if (leg, variant) not in envs:
+                            envs[(leg, variant)] = self.builder.ensure(sf, variant)
+                        plans[arch].append(Task(leg, m, repeat, envs[(leg, variant)], resolved.prepared[m.id],
+                                                stack_env=sf.stack.env, stack_file=sf,
+                                                patches_dir=self.builder.patches_dir))
+        return plans
 
     def run(self, opts: SweepOptions) -> tuple[Path, list[TaskOutcome]]:
         """Run (or resume) the sweep; returns its run directory (for several architectures, the
@@ -137,7 +169,12 @@ class Sweep:
                 raise AblationError(f"cannot resume run '{rid}': {layout.events_file(run_dir)} does not exist")
             if not opts.resume and layout.events_file(run_dir).exists():
                 raise AblationError(f"run '{rid}' already exists in {run_dir}; pass --resume {run_id} to continue it")
-        resolved = self.validate(opts)
+        machines = None
+        if opts.archs:  # judge `requires` on each architecture's own nodes, not on the head
+            from ablation.ray_executor import arch_machines
+
+            machines = arch_machines(opts.ray_address, [arch for _, _, arch in runs])
+        resolved = self.validate(opts, machines)
         opts = replace(opts, legs=list(resolved.stack_files))  # leg names from here on, never paths
         if opts.resume:
             for _, run_dir, _ in runs:
@@ -167,9 +204,11 @@ class Sweep:
                                 "start them with --resources \"$(ablation node-resources)\")")
         return [(f"{run_id}@{a}", opts.results_root / f"{run_id}@{a}", a) for a in archs]
 
-    def _open_run(self, opts: SweepOptions, run_id: str, run_dir: Path, tasks: list[Task]) -> tuple[RunContext, list[Task]]:
-        """The run's context, its manifest and start event; returns the tasks it still has to do."""
-        ctx = RunContext(run_id, run_dir, opts.scenarios, self.machine,
+    def _open_run(self, opts: SweepOptions, run_id: str, run_dir: Path, tasks: list[Task],
+                  machine: Machine) -> tuple[RunContext, list[Task]]:
+        """The run's context, its manifest and start event; returns the tasks it still has to do.
+        `machine`: what the run's tasks run on (one of its architecture's nodes under --arch)."""
+        ctx = RunContext(run_id, run_dir, opts.scenarios, machine,
                          timeout_override_s=opts.timeout_override_s, log=self.log)
         if opts.harness:
             ctx.harness = opts.harness
@@ -177,10 +216,10 @@ class Sweep:
         run_dir.mkdir(parents=True, exist_ok=True)
         if opts.resume:
             self._kill_orphans(ctx)
-        warnings = self._environment_warnings()
+        warnings = self._environment_warnings(machine)
         for w in warnings:
             self.log(f"warning: {w}")
-        self._write_manifest(run_dir, opts, tasks, warnings)
+        self._write_manifest(run_dir, opts, tasks, warnings, machine)
         todo = [t for t in tasks if t.task_id not in done]
         ctx.event("run_start" if not opts.resume else "run_resume", argv=sys.argv, legs=opts.legs,
                   scenario_sha256=opts.scenarios.sha256, tasks=len(tasks), already_done=len(done),
@@ -189,8 +228,9 @@ class Sweep:
 
     def _run_locked(self, opts: SweepOptions, runs: list[tuple[str, Path, str | None]],
                     resolved: Resolved) -> list[TaskOutcome]:
-        tasks = self.plan(opts, resolved)
-        opened = [(*self._open_run(opts, rid, run_dir, tasks), arch) for rid, run_dir, arch in runs]
+        plans = self.plan(opts, resolved)
+        opened = [(*self._open_run(opts, rid, run_dir, plans[arch], resolved.machines[arch]), arch)
+                  for rid, run_dir, arch in runs]
         outcomes: list[TaskOutcome] = []
         with sweep_progress(self.log) as progress:
             if opts.executor == "ray":
@@ -249,9 +289,10 @@ class Sweep:
             raise AblationError(f"--leg: run '{run_dir.name}' was started with legs {', '.join(manifest['legs'])}; "
                                 "resume with the same legs")
 
-    def _environment_warnings(self) -> list[str]:
+    @staticmethod
+    def _environment_warnings(machine: Machine) -> list[str]:
         """Conditions that make numbers less comparable; recorded, not fatal."""
-        unlocked = [g.index for g in self.machine.gpus if not g.clocks_locked]
+        unlocked = [g.index for g in machine.gpus if not g.clocks_locked]
         if unlocked:
             return [f"GPU clocks not locked on GPU {', '.join(map(str, unlocked))}: expect more run-to-run noise "
                     "(lock them with `nvidia-smi -lgc` for publication runs)"]
@@ -290,7 +331,8 @@ class Sweep:
             except ProcessLookupError:
                 pass
 
-    def _write_manifest(self, run_dir: Path, opts: SweepOptions, tasks: list[Task], warnings: list[str]) -> None:
+    def _write_manifest(self, run_dir: Path, opts: SweepOptions, tasks: list[Task], warnings: list[str],
+                        machine: Machine) -> None:
         """Run-level MANIFEST: written once; a resumed run adds MANIFEST.resume-N.json beside it."""
         legs = {}
         for t in tasks:
@@ -307,7 +349,7 @@ class Sweep:
             "repeats": opts.repeats,
             "scenario_table": {"path": str(opts.scenarios.path), "sha256": opts.scenarios.sha256,
                                "name": opts.scenarios.table.name},
-            "machine": self.machine.as_dict(),
+            "machine": machine.as_dict(),
             "environments": legs,
             "warnings": warnings,
         }

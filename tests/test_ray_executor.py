@@ -197,9 +197,11 @@ def test_a_leg_that_does_not_build_on_a_node_is_that_task_s_dependency_failure(t
 
 
 @contextmanager
-def real_ray_cluster(tmp_path: Path, roots: list[Path], ray_bin: str, archs: list[str] | None = None):
+def real_ray_cluster(tmp_path: Path, roots: list[Path], ray_bin: str, archs: list[str] | None = None,
+                     cpus: list[set[int] | None] | None = None):
     """`ray start --head` and one `ray start` worker per venv root, on loopback; stopped after.
-    `archs`: what each worker advertises (`ablation node-resources --arch`), as if they differed."""
+    `archs`: what each worker advertises (`ablation node-resources --arch`), as if they differed;
+    `cpus`: the CPUs each worker's processes may run on (its affinity, as `taskset` sets it)."""
     port = _free_port()
     address = f"127.0.0.1:{port}"
     base = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
@@ -211,10 +213,11 @@ def real_ray_cluster(tmp_path: Path, roots: list[Path], ray_bin: str, archs: lis
                        env=base, check=True, capture_output=True, timeout=120)
         for i, root in enumerate(roots):
             resources = {"ablation_node": 1, **({f"ablation_arch:{archs[i]}": 1} if archs else {})}
+            pin = cpus[i] if cpus else None
             subprocess.run([ray_bin, "start", f"--address={address}", "--num-cpus=1", loopback,
                             "--resources", json.dumps(resources)],
                            env={**base, "ABLATION_VENV_ROOT": str(root)}, check=True, capture_output=True,
-                           timeout=120)
+                           timeout=120, preexec_fn=(lambda: os.sched_setaffinity(0, pin)) if pin else None)
         yield address
     finally:
         subprocess.run([ray_bin, "stop", "--force"], env=base, capture_output=True, timeout=120)
@@ -290,8 +293,15 @@ def test_real_ray_start_driver_killed_mid_sweep_resumes_losing_and_duplicating_n
 
 def test_real_ray_start_one_command_runs_the_table_on_every_architecture(tmp_path):
     """Two workers that advertise two (fake) architectures: `--arch all` runs the whole table on
-    each, into one run directory per architecture, and compare-arch reads those directly."""
+    each, into one run directory per architecture, and compare-arch reads those directly. The
+    "b200" worker may use one CPU only: a scenario that needs two is SKIP on that architecture
+    (judged on its own node, not on the two-CPU head) and runs on the other."""
+    usable = sorted(os.sched_getaffinity(0))
+    if len(usable) < 2:
+        pytest.skip("needs a machine with 2 CPUs to give the two workers different CPU counts")
     models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(2)]
+    models.append("{id: fault/slow-2cpu, source: {path: model}, workloads: [mixed], "
+                  "requires: {min_cpus: 2, reason: tp 2 on CPU}}")
     project = fault_project(tmp_path, {"la": "1.16.0"}, models)
     ray_bin = str(Path(sys.executable).parent / "ray")
     roots = [tmp_path / "h200-node-venvs", tmp_path / "b200-node-venvs"]
@@ -301,7 +311,8 @@ def test_real_ray_start_one_command_runs_the_table_on_every_architecture(tmp_pat
     run_argv = project_argv(project, "run", "--leg", "la", "--scenarios", str(project / "table.yaml"),
                             "--results", str(project / "results"), "--harness", str(FAULT_HARNESS),
                             "--executor", "ray", "--run-id", "r")
-    with real_ray_cluster(tmp_path, roots, ray_bin, archs=["fake-h200", "fake-b200"]) as address:
+    with real_ray_cluster(tmp_path, roots, ray_bin, archs=["fake-h200", "fake-b200"],
+                          cpus=[None, {usable[0]}]) as address:
         proc = subprocess.run(run_argv + ["--address", address, "--arch", "all"], cwd=REPO, env=env(project, 1),
                               capture_output=True, text=True, timeout=300)
         unknown = subprocess.run(run_argv + ["--address", address, "--arch", "fake-mi300"], cwd=REPO,
@@ -311,12 +322,18 @@ def test_real_ray_start_one_command_runs_the_table_on_every_architecture(tmp_pat
     assert "--arch: fake-mi300: no node advertises it" in line and "fake-b200, fake-h200" in line
     for arch, root in (("fake-h200", roots[0]), ("fake-b200", roots[1])):
         run_dir = project / f"results/r@{arch}"
-        ends = [e for e in read_jsonl(run_dir / "run.jsonl") if e["event"] == "task_end"]
-        assert sorted(e["task_id"] for e in ends if e["status"] == "PASS") == ["la/fault__slow-0/r1",
-                                                                                "la/fault__slow-1/r1"]
+        ends = {e["task_id"]: e for e in read_jsonl(run_dir / "run.jsonl") if e["event"] == "task_end"}
+        passed = sorted(t for t, e in ends.items() if e["status"] == "PASS")
+        two_cpu = "la/fault__slow-2cpu/r1"
+        assert passed == ["la/fault__slow-0/r1", "la/fault__slow-1/r1"] + ([two_cpu] if arch == "fake-h200" else [])
         for i in range(2):  # every task of this directory ran on the node of this architecture
             rec = json.loads((run_dir / f"la/fault__slow-{i}/results.json").read_text())
             assert rec["run_id"] == f"r@{arch}" and rec["stack"]["venv"].startswith(str(root))
+        manifest = json.loads((run_dir / "MANIFEST.json").read_text())  # the architecture's node, not the head
+        assert manifest["machine"]["cpu_count"] == (len(usable) if arch == "fake-h200" else 1)
+    skipped = json.loads((project / "results/r@fake-b200/la/fault__slow-2cpu/results.json").read_text())
+    assert skipped["status"] == "SKIP"
+    assert skipped["skip_reason"] == "needs 2 CPUs, this machine has 1 (tp 2 on CPU)"
     arch = subprocess.run(project_argv(project, "compare-arch", str(project / "results/r@fake-h200"),
                                        str(project / "results/r@fake-b200"), "--names", "H200,B200"),
                           cwd=REPO, capture_output=True, text=True)
