@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from ablation.errors import AblationError
 from ablation.jsonio import read_jsonl
-from ablation.sweep import leg_order
+from ablation.machine import Gpu, Machine
+from ablation.scenarios import load_scenarios
+from ablation.sweep import Sweep, leg_order
 from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 @pytest.fixture
@@ -199,3 +202,29 @@ def test_engine_env_that_a_stack_sets_differently_is_a_one_line_error(tmp_path):
     line = one_line_error(proc)
     assert "table.yaml: field 'engine_env' of fault/ok: VLLM_X also set differently by" in line and "la.yaml" in line
     assert not (project / "results/clash").exists()
+
+
+def _gpu_node(name: str, cc: float, n: int) -> Machine:
+    gpus = [Gpu(i, name, cc, 143771, None, None, f"GPU-{name}-{i}") for i in range(n)]
+    return Machine("node", "Intel Xeon", 64, 1024.0, "575.57", "12.9", gpus)
+
+
+def test_skip_is_decided_per_architecture_on_its_own_nodes_and_unlike_nodes_are_an_error(tmp_path):
+    """One table, two architectures: the NVFP4 model is SKIP on Hopper only, the tp 2 model is SKIP
+    where a node has one GPU; two nodes of one architecture that disagree name both reasons."""
+    (tmp_path / "t.yaml").write_text(
+        "name: arch\nworkloads: {mixed: {kind: throughput, num_prompts: 4, input_len: {min: 8, max: 8}, output_len: 8}}\n"
+        "models:\n"
+        "  - {id: org/nvfp4, source: {path: m}, workloads: [mixed],\n"
+        "     requires: {platform: cuda, min_compute_capability: 10.0, reason: NVFP4 needs Blackwell}}\n"
+        "  - {id: org/tp2, source: {path: m}, tp: 2, workloads: [mixed], requires: {min_gpus: 2}}\n")
+    table = load_scenarios(tmp_path / "t.yaml").table
+    h200, b200 = _gpu_node("NVIDIA H200", 9.0, 8), _gpu_node("NVIDIA B200", 10.0, 8)
+    assert Sweep._skip_reasons(table, "nvidia-h200-sm90", [h200, h200]) == {
+        "org/nvfp4": "needs compute capability >= 10.0, this machine has 9.0 (NVFP4 needs Blackwell)",
+        "org/tp2": None}
+    assert Sweep._skip_reasons(table, "nvidia-b200-sm100", [b200]) == {"org/nvfp4": None, "org/tp2": None}
+    with pytest.raises(AblationError) as err:
+        Sweep._skip_reasons(table, "nvidia-h200-sm90", [h200, _gpu_node("NVIDIA H200", 9.0, 1)])
+    assert str(err.value) == ("--arch nvidia-h200-sm90: its nodes differ on model org/tp2 (can run it; needs 2 GPUs, "
+                              "this machine has 1); start unlike nodes with different `ablation node-resources --arch` names")
