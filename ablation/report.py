@@ -280,7 +280,7 @@ def _group_ratio_figure(plt, panels: dict[str, list[tuple[str, list[dict]]]], ti
                 if any(row["ratios"].get(col) for row in rows):
                     legend.setdefault((kind, col), Patch(facecolor=colours[col], edgecolor="black",
                                                          label=f"{col} ({kind})"))
-    top = extreme * 1.1
+    top = extreme * 1.2  # room for the value printed above the tallest bar
     for ax in axes.flat:
         ax.set_yscale("log")
         ax.set_ylim(1 / top, top)
@@ -290,7 +290,7 @@ def _group_ratio_figure(plt, panels: dict[str, list[tuple[str, list[dict]]]], ti
         ax.yaxis.set_minor_formatter(NullFormatter())
     for r in range(nrows):
         axes[r][0].set_ylabel("speedup (x, log)", fontsize=8)
-    fig.suptitle(f"{title}: ratio per workload (1.00x = same; hatched: 1 pass, no interval measured)", fontsize=9)
+    fig.suptitle(f"{title}\nratio per workload (1.00x = same; hatched: 1 pass, no interval measured)", fontsize=9)
     fig.legend(handles=list(legend.values()), loc="lower center", ncol=len(legend), fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.05, 1, 0.95))
     fig.savefig(path, dpi=110)
