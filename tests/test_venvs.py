@@ -57,6 +57,39 @@ def version_in(python: Path) -> str:
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
+# Is six's .pyc there and current for its source (the header's mtime and size), so an import
+# reads it instead of compiling six.py again?
+PYC_CURRENT = ("import importlib.util, os, struct, six; p = importlib.util.cache_from_source(six.__file__); "
+               "st = os.stat(six.__file__); ok = os.path.exists(p) and struct.unpack('<4xIII', open(p, 'rb').read(16)) "
+               "== (0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size & 0xFFFFFFFF); print(ok)")
+
+
+def pyc_current(python: Path) -> bool:
+    # -B: the probe itself must not write the .pyc it looks for
+    out = subprocess.run([str(python), "-B", "-c", PYC_CURRENT], capture_output=True, text=True, check=True)
+    return out.stdout.strip() == "True"
+
+
+def test_build_compiles_bytecode_once_and_an_older_venv_gets_it_in_place(project):
+    logs: list[str] = []
+    b = builder(project, logs)
+    env = b.ensure(load_stack_file(project / "stacks" / "small.yaml"))
+    assert pyc_current(env.python) and env.manifest["bytecode"]["tool"] == "compileall"
+    # a venv from before this step: its manifest has no "bytecode" and no .pyc exists
+    man = {k: v for k, v in env.manifest.items() if k != "bytecode"}
+    (env.path / "manifest.json").write_text(json.dumps(man))
+    for pyc in env.path.rglob("*.pyc"):
+        pyc.unlink()
+    assert not pyc_current(env.python)
+    lock = (env.path / "lock.txt").read_text()
+    again = b.ensure(load_stack_file(project / "stacks" / "small.yaml"))
+    assert again.path == env.path and pyc_current(again.python)
+    assert again.manifest["bytecode"]["added_to_existing_venv"] is True and "bytecode compiled" in logs[-2]
+    assert (env.path / "lock.txt").read_text() == lock and again.manifest["lock_sha256"] == env.manifest["lock_sha256"]
+    b.ensure(load_stack_file(project / "stacks" / "small.yaml"))
+    assert "up to date" in logs[-1] and "bytecode compiled" not in logs[-2]  # once
+
+
 def test_build_records_lock_and_manifest_and_is_a_noop_when_unchanged(project):
     logs: list[str] = []
     b = builder(project, logs)
@@ -103,6 +136,7 @@ def test_patch_applies_to_this_leg_only_and_is_recorded(project):
     out = lambda env: subprocess.run([str(env.python), "-c", probe], capture_output=True, text=True).stdout.strip()  # noqa: E731
     assert out(patched) == "True"
     assert out(plain) == "False", "a patch leaked into another leg (hard links into uv's cache?)"
+    assert pyc_current(patched.python), "bytecode compiled before the patch: every import recompiles six.py"
     assert patched.manifest["patches"][0]["file"] == "six-mark.patch"
 
 
