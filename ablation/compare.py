@@ -177,7 +177,8 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
         table.rows.append([key.model_id, str(key.tp), key.workload, *shown, *(format_ratio(e) for e in ests),
                            row_ctl.cell()])
         # not dataclasses.asdict: it deep-copies, 0.3 s of the 10k bench for three strings
-        table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload, "unit": unit, "values": {leg: values.get(leg) for leg in legs},
+        table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload, "unit": unit,
+                           "values": {leg: values.get(leg) for leg in legs},
                            "median": {leg: med.get(leg) for leg in legs},
                            "ratios": {c: (e.as_dict() if e else None) for c, e in zip(ratio_cols, ests)},
                            "controls_differ": row_ctl.differs,

@@ -244,6 +244,11 @@ def _ratio_panel(ax, rows: list[dict], cols: list[str], colours: dict[str, str],
     return drawn
 
 
+def _cols_with_data(rows: list[dict]) -> set[str]:
+    """The ratio columns with an estimate in any of these rows (only they get bars and legend entries)."""
+    return {col for row in rows for col, est in row["ratios"].items() if est}
+
+
 def _group_ratio_figure(plt, panels: dict[str, list[tuple[str, list[dict]]]], title: str, path: Path) -> bool:
     """One figure per group: a column per metric (throughput, latency), a panel per workload; every
     panel on one log axis symmetric about 1.00 (a 2x gain and a 2x loss look alike, and panels
@@ -251,8 +256,7 @@ def _group_ratio_figure(plt, panels: dict[str, list[tuple[str, list[dict]]]], ti
     from matplotlib.patches import Patch
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-    kinds = [k for k, ws in panels.items() if any(any(r["ratios"].get(c) for r in rows for c in r["ratios"])
-                                                   for _, rows in ws)]
+    kinds = [k for k, ws in panels.items() if any(_cols_with_data(rows) for _, rows in ws)]
     if not kinds:
         return False
     nrows = max(len(panels[k]) for k in kinds)
@@ -276,10 +280,9 @@ def _group_ratio_figure(plt, panels: dict[str, list[tuple[str, list[dict]]]], ti
             workload, rows = panels[kind][r]
             drawn = _ratio_panel(ax, rows, cols, colours, f"{workload} ({kind})")
             extreme = max([extreme] + [max(v, 1 / v) for v in drawn if v and v > 0])
-            for col in cols:
-                if any(row["ratios"].get(col) for row in rows):
-                    legend.setdefault((kind, col), Patch(facecolor=colours[col], edgecolor="black",
-                                                         label=f"{col} ({kind})"))
+            for col in sorted(_cols_with_data(rows), key=cols.index):
+                legend.setdefault((kind, col), Patch(facecolor=colours[col], edgecolor="black",
+                                                     label=f"{col} ({kind})"))
     top = extreme * 1.2  # room for the value printed above the tallest bar
     for ax in axes.flat:
         ax.set_yscale("log")
