@@ -16,10 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from ablation.canonical import select  # noqa: E402
-from ablation.compare import all_tables  # noqa: E402
-from ablation.results import load_results  # noqa: E402
 from resultfactory import write_result  # noqa: E402
+
+from ablation.analysis.tables import all_tables  # noqa: E402
+from ablation.results.canonical import select  # noqa: E402
+from ablation.results.store import load_results  # noqa: E402
 
 
 def make(root: Path, n: int) -> None:
@@ -64,8 +65,8 @@ def main() -> None:
 def interval_side_by_side(rs) -> None:
     """The bootstrap intervals of every consecutive pair, as the tables compute them (fast path)
     and as the comparer computed them before (scipy.stats.bootstrap per cell), in one process."""
-    from ablation.compare import collect
-    from ablation.stats import bootstrap_intervals, scipy_bootstrap_interval
+    from ablation.analysis.stats import bootstrap_intervals, scipy_bootstrap_interval
+    from ablation.analysis.tables import collect
 
     pairs = []
     for kind in ("throughput", "latency"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ablation import layout
-from ablation.record import ModelRef, ScenarioRef, TaskRecord
+from ablation.results import layout
+from ablation.results.record import ModelRef, ScenarioRef, TaskRecord
 
 
 def write_result(run_dir: Path, leg: str, model: str, values: dict[str, float], *, tp: int = 1,

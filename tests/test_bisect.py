@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from ablation.bisect import parse_threshold, releases_between
-from ablation.errors import AblationError
 from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
+
+from ablation.bisect.search import parse_threshold, releases_between
+from ablation.errors import AblationError
+
 
 @pytest.fixture
 def project(tmp_path):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
-from ablation.compare import leg_label, ratio_table, render
-from ablation.results import load_results
 from conftest import one_line_error, run_cli
 from resultfactory import write_result
+
+from ablation.analysis.tables import leg_label, ratio_table
+from ablation.report.text import render
+from ablation.results.store import load_results
 
 LEGS = ("0.18", "0.26", "0.29")
 # shared/seeds/h200-vllm-ablation-report.txt: per-leg numbers and the ratios printed beside them.

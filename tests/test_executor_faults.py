@@ -12,15 +12,14 @@ import time
 from pathlib import Path
 
 import pytest
-
-from ablation.executor import RunContext, Task, run_task
-from ablation.jsonio import read_jsonl
-from ablation.machine import probe
-from ablation.models import prepare_model
-from ablation.scenarios import load_scenarios
-from ablation.venvs import LegEnv
 from conftest import FAULT_HARNESS
 
+from ablation.envs.builder import LegEnv
+from ablation.execution.local import RunContext, Task, run_task
+from ablation.execution.machine import probe
+from ablation.modeldirs.prepare import prepare_model
+from ablation.spec.scenarios import load_scenarios
+from ablation.util.jsonio import read_jsonl
 
 MODES = ["ok", "segfault", "hang", "garbage", "failed-checks", "nan", "cutlass", "oom", "exit0-nothing", "env-dump"]
 

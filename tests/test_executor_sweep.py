@@ -14,13 +14,14 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 from ablation.errors import AblationError
-from ablation.jsonio import read_jsonl
-from ablation.machine import Gpu, Machine
-from ablation.scenarios import load_scenarios
-from ablation.sweep import Sweep, leg_order
-from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
+from ablation.execution.machine import Gpu, Machine
+from ablation.execution.sweep import Sweep, leg_order
+from ablation.spec.scenarios import load_scenarios
+from ablation.util.jsonio import read_jsonl
+
 
 @pytest.fixture
 def project(tmp_path):

@@ -20,12 +20,13 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-from ablation.jsonio import read_jsonl
 from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
+
+from ablation.util.jsonio import read_jsonl
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
+
 
 @pytest.fixture
 def project(tmp_path):
@@ -175,11 +176,11 @@ def test_real_ray_start_nodes_build_their_own_legs_with_identical_locks(tmp_path
 
 
 def test_a_leg_that_does_not_build_on_a_node_is_that_task_s_dependency_failure(tmp_path, monkeypatch):
-    from ablation.executor import Task
-    from ablation.ray_executor import _leg_on_node
-    from ablation.scenarios import load_scenarios
-    from ablation.stacks import load_stack_file
-    from ablation.venvs import LegEnv
+    from ablation.envs.builder import LegEnv
+    from ablation.execution.local import Task
+    from ablation.execution.ray_cluster import _leg_on_node
+    from ablation.spec.scenarios import load_scenarios
+    from ablation.spec.stacks import load_stack_file
 
     project = fault_project(tmp_path, {"la": "1.16.0"}, ["{id: fault/ok, source: {path: model}, workloads: [mixed]}"])
     blocker = tmp_path / "a-file"
@@ -217,7 +218,7 @@ def real_ray_cluster(tmp_path: Path, roots: list[Path], ray_bin: str, archs: lis
             subprocess.run([ray_bin, "start", f"--address={address}", "--num-cpus=1", loopback,
                             "--resources", json.dumps(resources)],
                            env={**base, "ABLATION_VENV_ROOT": str(root)}, check=True, capture_output=True,
-                           timeout=120, preexec_fn=(lambda: os.sched_setaffinity(0, pin)) if pin else None)
+                           timeout=120, preexec_fn=(lambda: os.sched_setaffinity(0, pin)) if pin else None)  # noqa: B023 (called at once)
         yield address
     finally:
         subprocess.run([ray_bin, "stop", "--force"], env=base, capture_output=True, timeout=120)

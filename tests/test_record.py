@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import REPO
 from pydantic import ValidationError
 
-from ablation import layout
-from ablation.record import RESULT_SCHEMA, TaskRecord
-from ablation.results import load_results
-from conftest import REPO
+from ablation.results import layout
+from ablation.results.record import RESULT_SCHEMA, TaskRecord
+from ablation.results.store import load_results
 
 KEPT = sorted(layout.result_files(REPO / "docs" / "measurements"))
 

@@ -9,7 +9,6 @@ import struct
 
 import pytest
 import yaml
-
 from browser import PAGE_HEADINGS, PAGE_IMAGES, PAGE_LIST_ITEMS, PAGE_PARAGRAPHS, PAGE_TABLES, Chromium, chromium_path
 from conftest import one_line_error, run_cli
 from resultfactory import write_result

@@ -6,10 +6,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO, one_line_error
 
 from ablation.errors import AblationError
-from ablation.stacks import StackDir, load_stack_file, stack_fingerprint
-from conftest import REPO, one_line_error
+from ablation.spec.stacks import StackDir, load_stack_file, stack_fingerprint
 
 GOOD = """\
 leg: "{leg}"

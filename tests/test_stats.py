@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ablation.stats import compare_samples, format_measure, significant_digits
+from ablation.analysis.stats import compare_samples, format_measure, significant_digits
 
 
 def noisy(mean: float, cv: float, n: int, seed: int) -> list[float]:
@@ -68,7 +68,7 @@ def test_precision_follows_uncertainty():
 
 
 def test_wide_interval_prints_fewer_decimals():
-    from ablation.compare import format_ratio
+    from ablation.analysis.tables import format_ratio
 
     wide = compare_samples([100, 300, 110, 105], [200, 210, 190, 205], higher_is_better=True)
     assert wide.high - wide.low > 0.2
@@ -78,7 +78,7 @@ def test_wide_interval_prints_fewer_decimals():
 
 
 def test_fast_interval_equals_scipy_bootstrap_to_1e9():
-    from ablation.stats import bootstrap_interval, bootstrap_intervals, scipy_bootstrap_interval
+    from ablation.analysis.stats import bootstrap_interval, bootstrap_intervals, scipy_bootstrap_interval
 
     fixtures = [(noisy(100, 0.05, n_a, n_a), noisy(104, 0.08, n_b, 10 + n_b)) for n_a, n_b in
                 ((3, 3), (3, 5), (5, 3), (4, 7), (9, 9), (12, 3))]

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from ablation.envs.builder import VenvBuilder
+from ablation.envs.installers import PipInstaller, find_uv
 from ablation.errors import AblationError
-from ablation.stacks import load_stack_file
-from ablation.installers import PipInstaller, find_uv
-from ablation.venvs import VenvBuilder
+from ablation.spec.stacks import load_stack_file
 
 STACK = """\
 leg: sys

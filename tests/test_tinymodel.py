@@ -7,7 +7,7 @@ import struct
 
 from tokenizers import Tokenizer
 
-from ablation.tinymodel import TinyLlamaShape, make_tiny_llama
+from ablation.modeldirs.tiny_llama import TinyLlamaShape, make_tiny_llama
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path):

@@ -7,11 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from ablation.errors import AblationError
-from ablation.stacks import load_stack_file
-from ablation.venvs import VenvBuilder
 from conftest import one_line_error
+
+from ablation.envs.builder import VenvBuilder
+from ablation.errors import AblationError
+from ablation.spec.stacks import load_stack_file
 
 STACK = """\
 leg: small
@@ -173,7 +173,7 @@ def test_two_runners_building_one_leg_at_once_get_one_complete_venv(project):
 
 def test_pip_fallback_behind_the_same_interface_builds_the_same_leg(project):
     """No uv: the builder's policy is unchanged, only the installer's commands differ."""
-    from ablation.installers import PipInstaller
+    from ablation.envs.installers import PipInstaller
 
     logs: list = []
     b = builder(project, logs)

@@ -11,10 +11,10 @@ import json
 import re
 
 import pytest
-
-from ablation.results import load_results
-from ablation.tinymodel import make_tiny_llama
 from conftest import REPO, run_cli
+
+from ablation.modeldirs.tiny_llama import make_tiny_llama
+from ablation.results.store import load_results
 
 LEG = "0.29-cpu"
 

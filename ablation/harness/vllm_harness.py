@@ -226,8 +226,8 @@ def main(task_path: str) -> int:
     model = task["model"]
     result = {"schema": SCHEMA, "task_id": task["task_id"], "started_at": time.time(), "workloads": {}}
     t0 = time.perf_counter()
-    from vllm import LLM, SamplingParams
     import vllm
+    from vllm import LLM, SamplingParams
 
     result["vllm_version"] = vllm.__version__
     result["timings"] = {"import_s": time.perf_counter() - t0}

@@ -25,14 +25,14 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
+from ablation.analysis.stats import RatioEstimate, compare_samples
 from ablation.errors import AblationError
-from ablation.jsonio import write_json_atomic
-from ablation.results import load_results
-from ablation.scenarios import ScenarioFile, load_scenarios
-from ablation.stacks import StackDir, StackFile
-from ablation.stats import RatioEstimate, compare_samples
-from ablation.sweep import Sweep, SweepOptions
-from ablation.timestamps import utc_stamp
+from ablation.execution.sweep import Sweep, SweepOptions
+from ablation.results.store import load_results
+from ablation.spec.scenarios import ScenarioFile, load_scenarios
+from ablation.spec.stacks import StackDir, StackFile
+from ablation.util.jsonio import write_json_atomic
+from ablation.util.timestamps import utc_stamp
 
 
 @dataclass
@@ -232,7 +232,7 @@ class Bisector:
 
     def run(self, plan: BisectPlan, good_sf: StackFile, bad_sf: StackFile, releases: list[str],
             table: ScenarioFile) -> dict:
-        from ablation.installers import find_uv
+        from ablation.envs.installers import find_uv
 
         uv = find_uv()
         if not uv:

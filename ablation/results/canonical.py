@@ -19,11 +19,11 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from ablation.crossarch import machine_instance
 from ablation.errors import AblationError
-from ablation.results import ResultSet, TaskResult
-from ablation.yamlio import load_yaml_model
-from ablation.timestamps import utc_stamp
+from ablation.results.machines import machine_instance
+from ablation.results.store import ResultSet, TaskResult
+from ablation.util.timestamps import utc_stamp
+from ablation.util.yamlio import load_yaml_model
 
 FILENAME = "CANONICAL.yaml"
 

@@ -14,16 +14,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from ablation.compare import Table, all_tables, collect, pair_label, row_order
-from ablation.crossarch import machine_instance, machine_label
-from ablation.results import ResultSet, TaskResult, sort_legs
-
-
-def machine_of(r: TaskResult) -> str:
-    """GPU model (with the count when several) or CPU model, as the result recorded it."""
-    gpus = r.record.machine.get("gpus") or []
-    label = machine_label(r.record.machine) or "unknown machine"
-    return label + (f" x{len(gpus)}" if len(gpus) > 1 else "")
+from ablation.analysis.tables import Table, all_tables, collect, pair_label, row_order
+from ablation.results.machines import machine_instance, machine_of
+from ablation.results.store import ResultSet, TaskResult, sort_legs
 
 
 @dataclass(frozen=True)

@@ -19,19 +19,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ablation import layout
-from ablation.jsonio import append_jsonl, read_jsonl, write_json_atomic
-from ablation.logparse import FailureCause, attribute_failure, engine_facts_from_log
-from ablation.machine import Machine
-from ablation.models import PreparedModel
-from ablation.phases import breakdown_line, task_phases
-from ablation.record import ModelRef, ScenarioRef, StackRef, TaskRecord
-from ablation.scenarios import ModelSpec, ScenarioFile
-from ablation.stacks import StackFile
-from ablation.venvs import LegEnv, without_runner_python
+from ablation.envs.builder import LegEnv
+from ablation.envs.environment import task_env
+from ablation.execution.logparse import FailureCause, attribute_failure, engine_facts_from_log
+from ablation.execution.machine import Machine
+from ablation.execution.phases import breakdown_line, task_phases
+from ablation.modeldirs.prepare import PreparedModel
+from ablation.results import layout
+from ablation.results.record import ModelRef, ScenarioRef, StackRef, TaskRecord
+from ablation.spec.scenarios import ModelSpec, ScenarioFile
+from ablation.spec.stacks import StackFile
+from ablation.util.jsonio import append_jsonl, read_jsonl, write_json_atomic
 
-HARNESS = Path(__file__).parent / "harness" / "vllm_harness.py"
-DIE_WITH_PARENT = Path(__file__).parent / "harness" / "die_with_parent.py"  # execs the harness
+HARNESS = Path(__file__).parent.parent / "harness" / "vllm_harness.py"
+DIE_WITH_PARENT = Path(__file__).parent.parent / "harness" / "die_with_parent.py"  # execs the harness
 KILL_GRACE_S = 10.0
 
 
@@ -121,31 +122,6 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-
-
-def leg_process_env(venv: Path) -> dict[str, str]:
-    """What every vLLM process of a leg gets on top of its stack's `env`.
-
-    Compiled-graph and JIT caches are per leg: one leg must never reuse another's
-    artifacts. FlashInfer otherwise builds its JIT kernels under ~/.cache/flashinfer
-    (seen on the H200: ~95 s of a first start-up) and Triton under ~/.triton, both
-    shared by every leg."""
-    return {
-        "VLLM_CACHE_ROOT": str(venv / "vllm-cache"),
-        "FLASHINFER_WORKSPACE_BASE": str(venv / "jit-cache"),
-        "TRITON_CACHE_DIR": str(venv / "jit-cache" / "triton"),
-        "PYTHONUNBUFFERED": "1",
-    }
-
-
-def _task_env(task: Task, ctx: RunContext) -> dict[str, str]:
-    # The harness must not see the runner's own packages (nor a stack's PYTHONPATH).
-    # The table's engine_env last: it is part of the scenario, identical on every leg.
-    env = without_runner_python({**os.environ, **task.stack_env, **ctx.extra_env, **task.model.engine_env})
-    env.update(leg_process_env(task.env.path))
-    env.pop("VIRTUAL_ENV", None)
-    env["ABLATION_RUNNER_PID"] = str(os.getpid())  # die_with_parent checks it is still its parent
-    return env
 
 
 def base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> TaskRecord:
@@ -241,7 +217,7 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
     with open(files.log, "ab") as log:
         proc = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=_task_env(task, ctx), start_new_session=True,
+            env=task_env(os.environ, task.stack_env, ctx.extra_env, task.model.engine_env, task.env.path), start_new_session=True,
         )
         ctx.event("task_pid", task_id=task.task_id, attempt=files.attempt, pid=proc.pid)
         try:

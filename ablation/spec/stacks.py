@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ablation.errors import AblationError
-from ablation.yamlio import load_yaml_model
+from ablation.util.yamlio import load_yaml_model
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # An exact version, optionally with a local label (2.13.0+cpu). No operators: a

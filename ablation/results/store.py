@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ablation import layout
-from ablation.record import TaskRecord
+from ablation.results import layout
+from ablation.results.record import TaskRecord
 
 
 @dataclass(frozen=True)

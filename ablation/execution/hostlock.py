@@ -15,8 +15,8 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from ablation.errors import AblationError
-from ablation.paths import cache_path
-from ablation.timestamps import utc_stamp
+from ablation.util.paths import cache_path
+from ablation.util.timestamps import utc_stamp
 
 
 def default_lock_path() -> Path:

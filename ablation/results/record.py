@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ablation.jsonio import write_json_atomic
+from ablation.util.jsonio import write_json_atomic
 
 RESULT_SCHEMA = "vllm-ablation/result/1"
 
@@ -83,7 +83,7 @@ class TaskRecord(_Part):
     timed_out: bool | None = None
     timeout_s: float | None = None
     duration_s: float | None = None
-    phases: dict[str, float] | None = None  # ablation.phases: import, engine_init, warmup, timed, other (s)
+    phases: dict[str, float] | None = None  # ablation.execution.phases: import, engine_init, warmup, timed, other (s)
     log: str | None = None  # run.log's name beside results.json
     executor: str | None = None  # "ray" when the Ray head wrote it
     engine: dict = Field(default_factory=dict)  # engine facts: harness-reported and parsed from the log

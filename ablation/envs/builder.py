@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -24,11 +23,12 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from ablation.envs.environment import leg_env
+from ablation.envs.installers import Installer, find_installer
 from ablation.errors import AblationError
-from ablation.installers import Installer, find_installer
-from ablation.paths import cache_path
-from ablation.stacks import StackFile, stack_fingerprint
-from ablation.timestamps import utc_stamp
+from ablation.spec.stacks import StackFile, stack_fingerprint
+from ablation.util.paths import cache_path
+from ablation.util.timestamps import utc_stamp
 
 MANIFEST = "manifest.json"
 LOCK = "lock.txt"
@@ -37,21 +37,6 @@ LOCK = "lock.txt"
 def default_venv_root() -> Path:
     """Under the user cache so venvs survive between CI runs on one machine."""
     return cache_path("ABLATION_VENV_ROOT", "venvs")
-
-
-# The runner's own Python settings, which no process of a leg may inherit: on the GPU
-# machine the runner gets pydantic through PYTHONPATH, and a pip or probe that saw it
-# counted pydantic as present, so it was not overlaid and vLLM then failed to import it.
-RUNNER_PYTHON_VARS = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
-
-
-def without_runner_python(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k not in RUNNER_PYTHON_VARS}
-
-
-def leg_env() -> dict[str, str]:
-    """The environment for processes that build or inspect a leg."""
-    return without_runner_python(dict(os.environ))
 
 
 def venv_name(leg: str, variant: str | None) -> str:

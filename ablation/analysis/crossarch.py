@@ -11,31 +11,11 @@ from __future__ import annotations
 
 import statistics
 
-from ablation.compare import MISSING, Table, collect, leg_pairs, pair_label, row_order, status_by_cell
+from ablation.analysis.tables import MISSING, Table, collect, leg_pairs, pair_label, row_order, status_by_cell
 from ablation.errors import AblationError
-from ablation.results import ResultSet, sort_legs
+from ablation.results.store import ResultSet, sort_legs
 
 DEFAULT_THRESHOLD = 1.25
-
-
-def machine_label(machine: dict) -> str | None:
-    """The GPU model (or CPU model) one result recorded; None when it recorded neither."""
-    gpus = machine.get("gpus") or []
-    return gpus[0]["name"] if gpus else machine.get("cpu_model") or None
-
-
-def machine_instance(machine: dict) -> str | None:
-    """Which physical machine one result ran on: its GPUs' UUIDs (short), else the hostname (lent
-    GPU machines all call themselves `vm`); None when the result recorded neither."""
-    uuids = sorted(g["uuid"] for g in machine.get("gpus") or [] if g.get("uuid"))
-    if uuids:
-        return ",".join(u.removeprefix("GPU-")[:8] for u in uuids)
-    return machine.get("hostname") or None
-
-
-def machine_name(rs: ResultSet) -> str:
-    """The GPU model (or CPU model) the results were measured on."""
-    return next((label for r in rs.results if (label := machine_label(r.record.machine))), "unknown")
 
 
 def check_same_table(a: ResultSet, b: ResultSet, names: tuple[str, str], allow_mismatch: bool) -> list[str]:

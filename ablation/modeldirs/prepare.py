@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ablation.errors import AblationError
-from ablation.paths import cache_path
-from ablation.scenarios import ModelSpec, ScenarioFile
-from ablation.tinymodel import make_tiny_llama, model_digest
+from ablation.modeldirs.tiny_llama import make_tiny_llama, model_digest
+from ablation.spec.scenarios import ModelSpec, ScenarioFile
+from ablation.util.paths import cache_path
 
 
 def default_models_root() -> Path:

@@ -16,7 +16,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ablation.errors import AblationError
-from ablation.yamlio import load_yaml_model
+from ablation.util.yamlio import load_yaml_model
 
 
 class LengthRange(BaseModel):

@@ -29,10 +29,10 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ablation import layout
 from ablation.errors import AblationError
-from ablation.executor import RunContext, Task, TaskOutcome, base_record, describe, run_task
-from ablation.jsonio import append_jsonl, read_jsonl, write_bytes_atomic
+from ablation.execution.local import RunContext, Task, TaskOutcome, base_record, describe, run_task
+from ablation.results import layout
+from ablation.util.jsonio import append_jsonl, read_jsonl, write_bytes_atomic
 
 NODE_RESOURCE = "ablation_node"
 ARCH_RESOURCE = "ablation_arch:"  # + Machine.arch: what a node is (`ablation node-resources` prints both)
@@ -56,7 +56,7 @@ def _leg_on_node(task: Task, node: str) -> tuple[Task, list[dict], RemoteResult 
     failure): failure is the FAIL(dependency) result of a build that failed."""
     if task.env is None or task.stack_file is None:
         return task, [], None
-    from ablation.venvs import VenvBuilder, default_venv_root
+    from ablation.envs.builder import VenvBuilder, default_venv_root
 
     builder = VenvBuilder(default_venv_root(), task.patches_dir, log=lambda m: None)
     started = time.time()
@@ -112,7 +112,7 @@ def _execute_on_node(task: Task, ctx: RunContext, attempt: int, relay=None) -> R
             push(e)
     if failed is not None:
         return failed
-    from ablation.machine import probe
+    from ablation.execution.machine import probe
 
     with tempfile.TemporaryDirectory(prefix="ablation-ray-") as tmp:
         # The record names the machine that ran the task (its GPUs, CPU, hostname), not the head's:
@@ -154,7 +154,7 @@ def arch_machines(address: str, archs: list[str]) -> dict[str, list]:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from ablation.machine import probe
+    from ablation.execution.machine import probe
 
     _connect(address)
     remote_probe = ray.remote(num_cpus=0, max_retries=0)(probe)

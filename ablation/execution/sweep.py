@@ -15,19 +15,19 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ablation import layout
+from ablation.envs.builder import VenvBuilder
 from ablation.errors import AblationError
-from ablation.executor import RunContext, Task, TaskOutcome, describe, finished_task_ids, run_task
-from ablation.hostlock import default_lock_path, host_lock
-from ablation.jsonio import read_jsonl, write_json_atomic
-from ablation.machine import Machine, gpu_processes
-from ablation.models import PreparedModel, prepare_model
-from ablation.phases import timed_share
-from ablation.progress import sweep_progress
-from ablation.scenarios import ScenarioFile
-from ablation.stacks import StackDir, StackFile
-from ablation.venvs import VenvBuilder
-from ablation.timestamps import utc_stamp
+from ablation.execution.hostlock import default_lock_path, host_lock
+from ablation.execution.local import RunContext, Task, TaskOutcome, describe, finished_task_ids, run_task
+from ablation.execution.machine import Machine, gpu_processes
+from ablation.execution.phases import timed_share
+from ablation.execution.progress import sweep_progress
+from ablation.modeldirs.prepare import PreparedModel, prepare_model
+from ablation.results import layout
+from ablation.spec.scenarios import ScenarioFile
+from ablation.spec.stacks import StackDir, StackFile
+from ablation.util.jsonio import read_jsonl, write_json_atomic
+from ablation.util.timestamps import utc_stamp
 
 
 @dataclass
@@ -171,7 +171,7 @@ class Sweep:
                 raise AblationError(f"run '{rid}' already exists in {run_dir}; pass --resume {run_id} to continue it")
         machines = None
         if opts.archs:  # judge `requires` on each architecture's own nodes, not on the head
-            from ablation.ray_executor import arch_machines
+            from ablation.execution.ray_cluster import arch_machines
 
             machines = arch_machines(opts.ray_address, [arch for _, _, arch in runs])
         resolved = self.validate(opts, machines)
@@ -193,7 +193,7 @@ class Sweep:
             return [(run_id, opts.results_root / run_id, None)]
         if opts.executor != "ray":
             raise AblationError("--arch places tasks on Ray nodes by architecture; it needs --executor ray")
-        from ablation.ray_executor import cluster_archs
+        from ablation.execution.ray_cluster import cluster_archs
 
         have = cluster_archs(opts.ray_address)
         archs = have if opts.archs == ["all"] else opts.archs
@@ -234,7 +234,7 @@ class Sweep:
         outcomes: list[TaskOutcome] = []
         with sweep_progress(self.log) as progress:
             if opts.executor == "ray":
-                from ablation.ray_executor import RayJob, run_on_ray
+                from ablation.execution.ray_cluster import RayJob, run_on_ray
 
                 jobs = [RayJob(t, ctx, arch) for ctx, todo, arch in opened for t in todo]
                 progress.start(len(jobs), f"run {', '.join(rid for rid, _, _ in runs)} on Ray at {opts.ray_address}")

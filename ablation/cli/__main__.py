@@ -1,0 +1,3 @@
+from ablation.cli import main
+
+main()

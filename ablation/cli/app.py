@@ -1,0 +1,50 @@
+"""`ablation`: the command line. Every user error is one line on stderr and exit 2."""
+
+from __future__ import annotations
+
+import sys
+from functools import wraps
+from pathlib import Path
+
+import click
+
+from ablation.errors import AblationError
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+
+def one_line_errors(fn):
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AblationError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+    return wrapper
+
+
+def _stacks(ctx):
+    from ablation.spec.stacks import StackDir
+
+    return StackDir(root=ctx.obj["stacks_dir"])
+
+
+def _builder(ctx):
+    from ablation.envs.builder import VenvBuilder
+
+    return VenvBuilder(ctx.obj["venv_root"], ctx.obj["patches_dir"], log=lambda m: click.echo(m, err=True))
+
+
+@click.group()
+@click.option("--stacks-dir", type=click.Path(path_type=Path), default=REPO / "stacks", show_default=True)
+@click.option("--patches-dir", type=click.Path(path_type=Path), default=REPO / "patches", show_default=True)
+@click.option("--venv-root", type=click.Path(path_type=Path), default=None,
+              help="where leg venvs live [default: $ABLATION_VENV_ROOT or ~/.cache/vllm-ablation/venvs]")
+@click.pass_context
+def main(ctx, stacks_dir: Path, patches_dir: Path, venv_root: Path | None):
+    """Run one scenario table on several vLLM releases (legs) and compare them."""
+    from ablation.envs.builder import default_venv_root
+
+    ctx.obj = {"stacks_dir": stacks_dir, "patches_dir": patches_dir, "venv_root": venv_root or default_venv_root()}

@@ -1,0 +1,95 @@
+"""`ablation stacks ...` and `make-tiny-model`: the leg environments and the models they load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ablation.cli.app import _builder, _stacks, main, one_line_errors
+
+
+@main.group()
+def stacks():
+    """List, show and build leg environments."""
+
+
+@stacks.command("list")
+@click.pass_context
+@one_line_errors
+def stacks_list(ctx):
+    """One line per leg: engine, platform, and whether its venv is built."""
+    sd, builder = _stacks(ctx), _builder(ctx)
+    for leg in sd.legs():
+        sf = sd.load(leg)
+        s = sf.stack
+        built = "built" if builder.existing(sf) else "not built"
+        variants = f" variants: {', '.join(o.name for o in s.overrides)}" if s.overrides else ""
+        click.echo(f"{leg:12} {s.engine}=={s.engine_version:10} {s.platform:5} python {s.python}  {built}{variants}")
+
+
+@stacks.command("show")
+@click.argument("leg")
+@click.pass_context
+@one_line_errors
+def stacks_show(ctx, leg: str):
+    """The stack file as parsed, and the built venv's manifest if there is one."""
+    sf = _stacks(ctx).load(leg)
+    click.echo(json.dumps({"file": str(sf.path), "sha256": sf.sha256, "stack": sf.stack.model_dump()}, indent=2))
+    env = _builder(ctx).existing(sf)
+    if env:
+        man = {k: v for k, v in env.manifest.items() if k != "packages"}
+        click.echo(json.dumps({"venv": str(env.path), "manifest": man}, indent=2))
+
+
+@stacks.command("env")
+@click.argument("leg")
+@click.pass_context
+@one_line_errors
+def stacks_env(ctx, leg: str):
+    """`export` lines for the environment the harness of LEG runs with (stack env, per-leg caches).
+
+    For a measurement made by hand in the leg's venv, e.g. bench/fidelity_offline.py:
+    `eval "$(ablation stacks env LEG)"` gives it the harness's environment exactly."""
+    import shlex
+
+    from ablation.envs.environment import leg_process_env, without_runner_python
+
+    sd, builder = _stacks(ctx), _builder(ctx)
+    sf = sd.load(leg)
+    env = without_runner_python({**sf.stack.env, **leg_process_env(builder.path_for(sf.leg))})
+    for name, value in env.items():
+        click.echo(f"export {name}={shlex.quote(value)}")
+
+
+@stacks.command("build")
+@click.argument("legs", nargs=-1, required=True)
+@click.option("--variant", default=None, help="build a per-model override variant")
+@click.option("--all-variants", is_flag=True, help="also build every override variant of the leg")
+@click.option("--force", is_flag=True, help="rebuild even if the venv matches the stack")
+@click.pass_context
+@one_line_errors
+def stacks_build(ctx, legs, variant, all_variants, force):
+    """Build (or reuse) the venv of each LEG with uv."""
+    sd, builder = _stacks(ctx), _builder(ctx)
+    for leg in legs:
+        sf = sd.load(leg)
+        variants = [variant] if variant else [None]
+        if all_variants:
+            variants += [o.name for o in sf.stack.overrides]
+        for v in variants:
+            env = builder.ensure(sf, v, force=force)
+            click.echo(f"{env.path}  lock sha256 {env.lock_sha256[:12]}  {len(env.manifest['packages'])} packages")
+
+
+@main.command("make-tiny-model")
+@click.argument("out_dir", type=click.Path(path_type=Path))
+@click.option("--seed", default=0, show_default=True)
+@one_line_errors
+def make_tiny_model(out_dir: Path, seed: int):
+    """Write a 2-layer Llama checkpoint + BPE tokenizer trained here (no hub needed)."""
+    from ablation.modeldirs.tiny_llama import make_tiny_llama
+
+    digest = make_tiny_llama(out_dir, seed=seed)
+    click.echo(f"{out_dir}  sha256 {digest}")
