@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULT_HARNESS
+from helpers import FAULT_HARNESS
 
 from ablation.envs.builder import LegEnv
 from ablation.execution.local import RunContext, Task, run_task

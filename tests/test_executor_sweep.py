@@ -14,13 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
+from helpers import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 from ablation.errors import AblationError
 from ablation.execution.machine import Gpu, Machine
 from ablation.execution.sweep import Sweep, leg_order
 from ablation.spec.scenarios import load_scenarios
 from ablation.util.jsonio import read_jsonl
+
+pytestmark = pytest.mark.uv
 
 
 @pytest.fixture

@@ -20,12 +20,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
+from helpers import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 from ablation.util.jsonio import read_jsonl
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
+
+pytestmark = pytest.mark.ray
 
 
 @pytest.fixture
@@ -85,7 +87,8 @@ def test_tasks_spread_over_nodes_one_at_a_time_and_a_lost_node_is_retried_once(p
     d = project / "results/r/la/fault__slow-0"
     assert json.loads((d / "results.json").read_text())["cause"]["class"] == "node-lost"
     second = json.loads((d / "results.r1a2.json").read_text())
-    assert second["status"] == "FAIL" and second["cause"]["class"] == "timeout" or second["status"] == "PASS"
+    # slow-0 hangs wherever it lands: its retry on the surviving node is ended by --timeout 30
+    assert second["status"] == "FAIL" and second["cause"]["class"] == "timeout", second
     passed = {e["task_id"] for e in ends if e["status"] == "PASS"}
     assert {"la/fault__slow-1/r1", "la/fault__slow-2/r1", "la/fault__slow-3/r1"} <= passed
     # every finished task's files came back to the head's run directory, with the node that ran it
@@ -339,7 +342,9 @@ def test_real_ray_start_one_command_runs_the_table_on_every_architecture(tmp_pat
                                        str(project / "results/r@fake-b200"), "--names", "H200,B200"),
                           cwd=REPO, capture_output=True, text=True)
     assert arch.returncode == 0, arch.stderr
-    assert "H200" in arch.stdout and "B200" in arch.stdout
+    # the 2-CPU model ran on the 2-CPU architecture only: attributed as n/a on the other, not as a failure
+    assert "| fault/slow-2cpu | la | PASS | SKIP (needs 2 CPUs, this machine has 1 (tp 2 on CPU)) | n/a on B200 |" \
+        in arch.stdout, arch.stdout
 
 
 def test_real_ray_start_worker_killed_mid_task_is_node_lost_and_retried_once(tmp_path):
@@ -374,6 +379,6 @@ def test_real_ray_start_worker_killed_mid_task_is_node_lost_and_retried_once(tmp
     assert [(e["task_id"], e["attempt"]) for e in ev if e["event"] == "task_retry"] == [("la/fault__slow-0/r1", 2)]
     d = project / "results/r/la/fault__slow-0"
     second = json.loads((d / "results.r1a2.json").read_text())  # recorded beside attempt 1, not over it
-    assert second["status"] == "PASS" or second["cause"]["class"] == "timeout"
+    assert second["status"] == "PASS", second  # a 3 s task, retried on the other worker, within --timeout 20
     assert json.loads((d / "results.json").read_text())["cause"]["class"] == "node-lost"
     assert {"la/fault__slow-1/r1", "la/fault__slow-2/r1"} <= {e["task_id"] for e in ends if e["status"] == "PASS"}

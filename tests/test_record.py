@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 from pydantic import ValidationError
 from resultfactory import write_result
 
