@@ -147,7 +147,7 @@ def in_process_samples(rs: ResultSet, kind: str) -> list[list[float]]:
     out = []
     for r in latest_attempts(rs.results):
         if r.status == "PASS":
-            out += [w.raw.get("samples") or w.raw.get("latencies") or [] for w in r.workloads.values() if w.kind == kind]
+            out += [w.record.samples or w.record.latencies or [] for w in r.workloads.values() if w.kind == kind]
     return out
 
 
@@ -269,7 +269,7 @@ def failures_table(rs: ResultSet) -> Table:
 
 
 CONTROL_FIELDS = {
-    "work done": lambda r, w: (w.raw.get("total_output_tokens"), w.raw.get("num_seqs")),
+    "work done": lambda r, w: (w.record.total_output_tokens, w.record.num_seqs),
     "kv-cache": lambda r, w: r.engine.kv_cache_tokens,
     "attention backend": lambda r, w: r.engine.attention_backend,
     "scheduler": lambda r, w: (r.engine.max_num_batched_tokens, r.engine.max_num_seqs, r.engine.enable_chunked_prefill),

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ablation.results import layout
-from ablation.results.record import Cause, EngineFacts, TaskRecord, UnknownSchema, parse_record
+from ablation.results.record import TaskRecord, UnknownSchema, WorkloadRecord, parse_record
 
 
 @dataclass(frozen=True)
@@ -24,27 +25,39 @@ class WorkloadResult:
     name: str
     kind: str  # throughput | latency
     value: float  # tok/s for throughput, ms/tok for latency
-    raw: dict = field(compare=False, repr=False)
+    record: WorkloadRecord = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
 class TaskResult:
+    """A record as the comparer reads it: the validated TaskRecord and the file it came from.
+    The fields are the record's own (no second declaration of the schema); `workloads` and
+    `order` are the comparer's views of it, computed once."""
     path: Path
-    run_id: str
-    leg: str
-    variant: str | None
-    model_id: str
-    tp: int
-    repeat: int
-    attempt: int
-    status: str
-    cause: Cause | None
-    skip_reason: str | None
-    scenario_sha256: str
-    workloads: dict[str, WorkloadResult]
-    engine: EngineFacts
-    order: tuple[int, tuple[str, ...]]  # position in the scenario table, workload order
     record: TaskRecord = field(compare=False, repr=False)
+
+    run_id = property(lambda self: self.record.run_id)
+    leg = property(lambda self: self.record.leg)
+    variant = property(lambda self: self.record.variant)
+    model_id = property(lambda self: self.record.model_id)
+    tp = property(lambda self: self.record.tp)
+    repeat = property(lambda self: self.record.repeat)
+    attempt = property(lambda self: self.record.attempt)
+    status = property(lambda self: self.record.status)
+    cause = property(lambda self: self.record.cause)
+    skip_reason = property(lambda self: self.record.skip_reason)
+    engine = property(lambda self: self.record.engine)
+    scenario_sha256 = property(lambda self: self.record.scenario_table.sha256)
+
+    @cached_property
+    def workloads(self) -> dict[str, WorkloadResult]:
+        return {name: WorkloadResult(name, w.kind, w.value, w)
+                for name, w in self.record.workloads.items()}
+
+    @cached_property
+    def order(self) -> tuple[int, tuple[str, ...]]:
+        """Position in the scenario table, then the model's workload order: rows keep the table's order."""
+        return self.record.model_index, tuple(self.record.model.spec.get("workloads", []))
 
 
 @dataclass(frozen=True)
@@ -82,15 +95,7 @@ def sort_legs(legs) -> list[str]:
 
 def parse_result(path: Path, data: dict) -> TaskResult:
     """The comparer's view of one record; the record itself parses and validates the file."""
-    rec = parse_record(data)
-    workloads = {name: WorkloadResult(name, w.kind, w.value, w.model_dump(mode="json"))
-                 for name, w in rec.workloads.items()}
-    return TaskResult(
-        path=path, run_id=rec.run_id, leg=rec.leg, variant=rec.variant, model_id=rec.model_id, tp=rec.tp,
-        repeat=rec.repeat, attempt=rec.attempt, status=rec.status, cause=rec.cause, skip_reason=rec.skip_reason,
-        scenario_sha256=rec.scenario_table.sha256, workloads=workloads, engine=rec.engine,
-        order=(rec.model_index, tuple(rec.model.spec.get("workloads", []))), record=rec,
-    )
+    return TaskResult(path, parse_record(data))
 
 
 def _validation_summary(exc: ValidationError) -> str:
