@@ -133,11 +133,12 @@ def test_a_leg_that_cannot_be_used_is_said_and_the_exit_is_1(seed_file):
         pytest.skip("this machine has GPUs")
     proc = run_cli("scenarios", "check", str(seed_file), "--leg", "0.26", "--leg", "no-such-leg")
     assert proc.returncode == 1, proc.stderr
-    assert "  not usable here: a cuda leg; the sweep refuses it on a machine without GPUs" in proc.stdout
+    assert ("  the sweep refuses it here: " in proc.stdout
+            and "0.26.yaml: field 'platform': leg 0.26 needs CUDA GPUs and this machine has none" in proc.stdout)
     assert "leg no-such-leg: does not load: unknown leg 'no-such-leg'" in proc.stdout
     proc = run_cli("scenarios", "check", str(seed_file), "--leg", "0.30-cpu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "leg 0.30-cpu:" in proc.stdout and "not usable here" not in proc.stdout
+    assert "leg 0.30-cpu:" in proc.stdout and "the sweep refuses it here" not in proc.stdout
 
 
 def test_a_runnable_model_without_config_json_is_what_the_sweep_would_refuse(tmp_path):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ablation.errors import AblationError
 from ablation.execution.machine import Gpu, Machine, _usable_cpus
+from ablation.execution.sweep import Sweep
 from ablation.spec.scenarios import ScenarioFile
 from ablation.spec.stacks import StackDir
 
@@ -142,8 +143,10 @@ def _leg(given: str, stacks: StackDir, machine: Machine, table) -> LegCheck:
     s = sf.stack
     summary = f"{sf.path} loads: {s.engine} {s.engine_version}, platform {s.platform}, python {s.python}"
     refused = None
-    if s.platform == "cuda" and machine.platform != "cuda":
-        refused = "a cuda leg; the sweep refuses it on a machine without GPUs"
+    try:  # the sweep's own rule, so the check says exactly what the sweep would
+        Sweep._check_platform(sf, machine, None)
+    except AblationError as exc:
+        refused = str(exc)
     ids = {m.id for m in table.models}
     variants = []
     for m in table.models:
@@ -210,6 +213,6 @@ def render(p: Preflight) -> list[str]:
             continue
         out.append(f"leg {leg.given}: {leg.summary}")
         if leg.refused_here:
-            out.append(f"  not usable here: {leg.refused_here}")
+            out.append(f"  the sweep refuses it here: {leg.refused_here}")
         out += [f"  {v}" for v in leg.variants] or ["  no per-model variant applies"]
     return out
