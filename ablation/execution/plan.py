@@ -88,7 +88,7 @@ class Planner:
         advertise one architecture must agree, or a task's SKIP/PASS would depend on placement."""
         skip = {}
         for m in table.models:
-            reasons = {machine.unmet(m.requires) for machine in machines}
+            reasons = {machine.unmet(m.requires, m.tp) for machine in machines}
             if len(reasons) > 1:
                 raise AblationError(f"--arch {arch}: its nodes differ on model {m.id} ("
                                     + "; ".join(sorted(r or "can run it" for r in reasons))
