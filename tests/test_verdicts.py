@@ -62,7 +62,7 @@ def test_footnote_names_method_correction_and_smallest_detectable_change(tmp_pat
 
 def test_a_a_through_the_cli_prints_no_arrow(tmp_path):
     """Fixed-seed A/A comparisons at 3 repeats, 10% spread, through `ablation compare --format json`;
-    with the former bootstrap these seeds gave arrows in 6 of the 10 (seeds 0-9)."""
+    with the former bootstrap these seeds gave arrows in 5 of the 10 (seeds 1, 5, 6, 8, 9)."""
     for seed in range(10):
         make_ablation_shape(tmp_path / f"r{seed}", 3, 0.10, seed=seed)
         proc = run_cli("compare", "--format", "json", str(tmp_path / f"r{seed}"))
