@@ -150,6 +150,17 @@ def test_identical_repeats_give_a_finite_interval_not_infinite_confidence():
     assert one_side.verdict == "slower" and math.isfinite(one_side.p) and one_side.p > 0
 
 
+def test_a_value_no_ratio_can_be_taken_of_is_no_verdict_not_a_crash():
+    from ablation.analysis.tables import format_ratio
+
+    for bad in ([0.0, 100.0, 101.0], [float("nan"), 100.0, 101.0], [-5.0, 100.0, 101.0]):
+        est = compare_samples(bad, [100.0, 99.0, 98.0], True)
+        assert est.verdict == "no verdict" and est.method == "invalid values" and est.low is None
+        assert format_ratio(est) == "— (a value <= 0 or not a number, no ratio)"
+    ok = compare_many([([0.0, 1.0, 2.0], [1.0, 1.0, 1.0]), ([100, 101, 99], [150, 151, 149])], True)
+    assert ok[1].verdict == "faster" and ok[1].family == 1  # the invalid cell is not in the family
+
+
 def test_tiny_shift_with_tiny_noise_is_not_a_change():
     """A 0.3% shift measured with 0.05% noise is real but negligible: ≈, not ↑ (minimum effect 2%)."""
     old, new = noisy(1000, 0.0005, 5, 8), noisy(1003, 0.0005, 5, 9)

@@ -129,8 +129,10 @@ def compare_family(cells: list[tuple[list[float], list[float], bool]]) -> list[R
     """Every (old, new, higher_is_better) cell of one printed comparison, judged together:
     Welch's t on logs per cell, Holm across the cells with enough repeats, MIN_EFFECT."""
     oriented = [(old, new) if hib else (new, old) for old, new, hib in cells]  # latency: old/new
-    medians = [statistics.median(b) / statistics.median(a) for a, b in oriented]
-    judged = [i for i, (a, b) in enumerate(oriented) if len(a) >= MIN_REPEATS and len(b) >= MIN_REPEATS]
+    valid = [all(math.isfinite(v) and v > 0 for v in (*a, *b)) for a, b in oriented]
+    medians = [statistics.median(b) / statistics.median(a) if ok else math.nan for (a, b), ok in zip(oriented, valid)]
+    judged = [i for i, (a, b) in enumerate(oriented)
+              if valid[i] and len(a) >= MIN_REPEATS and len(b) >= MIN_REPEATS]
     tests = {i: log_welch(*oriented[i]) for i in judged}
     adjusted, divisor = holm([tests[i].p for i in judged])
     k_of = dict(zip(judged, divisor))
@@ -140,9 +142,9 @@ def compare_family(cells: list[tuple[list[float], list[float], bool]]) -> list[R
                                       [tests[i].df for i in judged]))) if judged else {}
     out = []
     for i, ((old, new, _), med) in enumerate(zip(cells, medians)):
-        if i not in tests:
-            out.append(RatioEstimate(med, None, None, "unrepeated", "no verdict", len(old), len(new),
-                                     median_ratio=med))
+        if i not in tests:  # too few repeats, or a value no ratio can be taken of (0, negative, NaN)
+            out.append(RatioEstimate(med, None, None, "unrepeated" if valid[i] else "invalid values", "no verdict",
+                                     len(old), len(new), median_ratio=med))
             continue
         t = tests[i]
         ratio = math.exp(t.diff)

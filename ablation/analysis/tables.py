@@ -58,6 +58,8 @@ def format_ratio(est: RatioEstimate | None) -> str:
         return MISSING
     # Two decimals claim 1% resolution; an interval wider than 20% does not support that.
     d = 1 if est.low is not None and est.high - est.low > 0.2 else 2
+    if est.method == "invalid values":
+        return f"{MISSING} (a value <= 0 or not a number, no ratio)"
     if est.verdict == "no verdict":
         return f"{est.ratio:.{d}f}x ({passes_label(min(est.n_old, est.n_new))}, no verdict)"
     text = f"{est.ratio:.{d}f}x {VERDICT_MARK[est.verdict]}"
@@ -226,7 +228,9 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
         table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload, "unit": unit,
                            "values": {leg: values.get(leg) for leg in legs},
                            "median": {leg: med.get(leg) for leg in legs},
-                           "ratios": {c: (e.as_dict() if e else None) for c, e in zip(ratio_cols, ests)},
+                           # a cell of invalid values has no ratio (its text says why): null, as for a missing leg
+                           "ratios": {c: (e.as_dict() if e and e.method != "invalid values" else None)
+                                      for c, e in zip(ratio_cols, ests)},
                            "controls_differ": row_ctl.differs,
                            "controls_not_reported": row_ctl.unreported})
     table.note = verdict_note(max_n, within_process_spread(in_process_samples(rs, kind)),
@@ -291,8 +295,8 @@ def verdict_note(max_n: int, in_process: float | None, summary: VerdictSummary |
                      f"({POWER:.0%} power for a lone change at {CORRECTION_TEXT}'s strictest level).")
         return text + measured
     if max_n >= MIN_REPEATS:
-        return (f"Up to {max_n} process repeats per leg, but no ratio cell has {MIN_REPEATS} on both of its legs: "
-                "no verdict." + measured)
+        return (f"Up to {max_n} process repeats per leg, but no ratio cell could be judged (fewer than {MIN_REPEATS} "
+                "repeats on one of its legs, or a value no ratio can be taken of): no verdict." + measured)
     return (f"{max_n} process{'es' if max_n != 1 else ''} per leg and cell, fewer than {MIN_REPEATS}: no between-process "
             "dispersion was measured and no ratio gets a verdict (↑/↓/≈); rerun with `--repeats 3`. Unrepeated "
             "values are printed to 3 significant digits." + measured)
