@@ -82,8 +82,8 @@ def limitations(rs: ResultSet, thr: Table) -> list[str]:
         out.append(f"Up to {n} repeats per cell, legs interleaved round by round. Ratios are geometric means; "
                    f"verdicts and intervals come from {METHOD_TEXT}, {CORRECTION_TEXT}-corrected over every ratio "
                    f"cell of a group (at most {ALPHA:.0%} chance of any false arrow), and need a change of at least "
-                   f"{MIN_EFFECT:.0%}; each ratio table's footnote states the smallest change its dispersion let it "
-                   "detect, and ≈ means no change that large was seen (docs/statistics.md).")
+                   f"{MIN_EFFECT:.0%}. ≈ means no change was detected, not that none happened: each ratio table's "
+                   "footnote states the smallest change its measured dispersion let it detect (docs/statistics.md).")
     clocks = {g.get("clocks_locked") for r in rs.results for g in r.record.machine.get("gpus") or []}
     if False in clocks or None in clocks:
         out.append("GPU clocks were not locked.")
