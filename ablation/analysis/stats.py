@@ -12,8 +12,8 @@ The method (docs/statistics.md has the reasoning and the measured calibration):
   arrow in it at ALPHA. Each cell's interval is printed at the level of the Holm step that
   decided it (1 - ALPHA/k), so interval and verdict still agree.
 - A rejected cell whose ratio is within MIN_EFFECT of 1 is "negligible", not a change.
-- A leg whose repeats are identical gets the dispersion floor SD_FLOOR (0.1% in logs), so a
-  cell never claims infinite confidence.
+- Each leg's dispersion is floored at SD_FLOOR (0.1% in logs), so identical repeats never
+  claim infinite confidence.
 
 With fewer repeats no between-process dispersion was measured, and on these machines it is
 the dominant noise (±17% between processes of one leg was measured on the 2-core CI
@@ -36,7 +36,7 @@ from scipy import stats as sps
 MIN_REPEATS = 3
 ALPHA = 0.05  # family-wise error rate of one comparison's verdicts (Holm)
 MIN_EFFECT = 0.02  # a change smaller than 2% is "negligible" even when the test rejects
-SD_FLOOR = 0.001  # log-scale SD given to a leg whose repeats are identical (0.1%)
+SD_FLOOR = 0.001  # floor of each leg's log-scale SD (0.1%): identical repeats never give infinite confidence
 POWER = 0.80  # for the smallest detectable change printed in footnotes
 METHOD = "welch-log"
 METHOD_TEXT = "Welch's t-test on log values"
@@ -52,7 +52,7 @@ class RatioEstimate:
     ratio: float  # oriented so that > 1 means the newer leg is better; geometric means when repeated
     low: float | None
     high: float | None
-    method: str  # METHOD | "unrepeated"
+    method: str  # METHOD | "unrepeated" | "invalid values" (a value <= 0 or NaN: no ratio)
     verdict: str  # "faster" | "slower" | "negligible" | "no difference detected" | "no verdict"
     n_old: int
     n_new: int
