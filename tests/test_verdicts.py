@@ -72,7 +72,15 @@ def test_a_a_through_the_cli_prints_no_arrow(tmp_path):
         assert len(verdicts) == 8 and not {"faster", "slower"} & set(verdicts), (seed, verdicts)
 
 
+# fixed-batch-32 ms/tok of the real A/A run docs/measurements/2026-12-04-cpu-aa/results/aa-3x-c: one
+# release under two leg names. The former bootstrap printed 0.5x ↓ [0.4, 1.0] for it.
+AA_FIXED_BATCH = ([0.09600294873024495, 0.09550695947302401, 0.10442666992194205],
+                  [0.25180773486344066, 0.10567316357423806, 0.19545241015617165])
+
+
 def test_bisect_regressed_needs_the_verdict_slower_and_the_threshold():
+    aa = compare_samples(*AA_FIXED_BATCH, higher_is_better=False)
+    assert aa.verdict == "no difference detected" and aa.ratio < 0.6 and not regressed(aa, 0.05)
     noisy = compare_samples([100, 80, 120], [90, 70, 110], True)  # 10% worse, wide noise: ≈
     assert noisy.verdict == "no difference detected" and not regressed(noisy, 0.05)
     small = compare_samples([100.0, 100.2, 99.8], [97.0, 97.1, 96.9], True)  # 3% worse, tight: slower
