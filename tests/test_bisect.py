@@ -45,6 +45,9 @@ def test_finds_the_first_bad_release_from_the_index(project):
     tried = {t["release"]: t for t in summary["tried"]}
     assert tried["1.16.0"]["regressed"] and not tried["1.15.0"]["regressed"]
     assert tried["1.16.0"]["interval"][1] < 1.0  # statistical support, not a point estimate
+    # the comparer's own test, named in bisect.json and in the printed table
+    assert summary["method"] == "welch-log" and tried["1.16.0"]["verdict"] == "slower"
+    assert "verdicts: Welch's t-test on log values against the good leg" in proc.stdout
     # the good leg's own probe keeps the values of its own run; re-measurements beside probes are pooled apart
     assert len(tried["1.14.0"]["values"]) == 3 and len(tried["1.17.0"]["values"]) == 3
     assert len(summary["good_values_pooled"]) == 3 * 3  # ends + two probes

@@ -125,9 +125,9 @@ def test_repeats_use_the_median_and_latest_attempt(tmp_path):
     table = ratio_table(rs, "throughput")
     row = table.rows[0]
     assert row[4] == "205" and row[3] == "106"
-    assert row[5].startswith("1.9x ↑ [1.7, ")  # 205 / 106.5; the interval excludes 1 but is >20% wide
-    assert table.data[0]["ratios"]["29/28"]["method"] == "bootstrap"
-    assert "bootstrap" in table.note
+    assert row[5].startswith("1.9x ↑ [1.7, ")  # geometric means 201.5 / 105.7; excludes 1 but is >20% wide
+    assert table.data[0]["ratios"]["29/28"]["method"] == "welch-log"
+    assert "Welch's t-test on log values" in table.note and "Holm" in table.note
     assert leg_label("0.29-cpu", ["0.28-cpu", "0.29-cpu"]) == "29"
     assert leg_label("0.29", ["0.29", "0.29-cpu"]) == "0.29"
 

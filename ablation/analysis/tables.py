@@ -4,7 +4,8 @@ Shapes follow the seed reports: coverage; throughput (tok/s, higher is better,
 ratio columns new/old such as `29/28`); latency (ms/tok, lower is better, ratio
 columns old→new as speedups); failure attribution; plus a controls table that
 says whether the legs did the same work under the same engine settings.
-Every ratio carries a verdict from `ablation.stats`.
+Every ratio carries a verdict from `ablation.analysis.stats`; the ratio cells of both
+ratio tables form one family for its multiple-testing correction.
 """
 
 from __future__ import annotations
@@ -17,17 +18,25 @@ import statistics
 from dataclasses import dataclass, field
 
 from ablation.analysis.stats import (
+    ALPHA,
+    CORRECTION_TEXT,
+    METHOD_TEXT,
+    MIN_EFFECT,
     MIN_REPEATS,
+    POWER,
     RatioEstimate,
-    compare_many,
+    compare_family,
+    detectable_change,
     format_measure,
+    pooled_log_sd,
     relative_uncertainty,
     within_process_spread,
 )
 from ablation.results.store import ResultSet, TaskResult
 
 MISSING = "—"
-VERDICT_MARK = {"faster": "↑", "slower": "↓", "no difference detected": "≈"}
+VERDICT_MARK = {"faster": "↑", "slower": "↓", "negligible": "≈", "no difference detected": "≈"}
+KINDS = ("throughput", "latency")
 
 
 def passes_label(n: int) -> str:
@@ -49,12 +58,22 @@ def format_ratio(est: RatioEstimate | None) -> str:
         return MISSING
     # Two decimals claim 1% resolution; an interval wider than 20% does not support that.
     d = 1 if est.low is not None and est.high - est.low > 0.2 else 2
+    if est.method == "invalid values":
+        return f"{MISSING} (a value <= 0 or not a number, no ratio)"
     if est.verdict == "no verdict":
         return f"{est.ratio:.{d}f}x ({passes_label(min(est.n_old, est.n_new))}, no verdict)"
     text = f"{est.ratio:.{d}f}x {VERDICT_MARK[est.verdict]}"
     if est.low is not None:
-        text += f" [{est.low:.{d}f}, {est.high:.{d}f}]"
+        text += f" [{_bound(est.low, d)}, {_bound(est.high, d)}]"
     return text
+
+
+def _bound(x: float, d: int) -> str:
+    """An interval end: `d` decimals, but never a ratio printed as 0.0 (two significant digits
+    then) nor a far end printed to more digits than it is worth."""
+    if x < 10 ** -d:
+        return f"{x:.2g}"
+    return f"{x:.{d}f}" if x < 100 else f"{x:,.0f}"
 
 
 @dataclass
@@ -151,11 +170,38 @@ def in_process_samples(rs: ResultSet, kind: str) -> list[list[float]]:
     return out
 
 
-def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baseline: str | None = None,
-                controls: dict | None = None) -> Table:
-    """`controls`: controls_by_row(...) of these results, when the caller has it already (all_tables)."""
+Cells = dict[RowKey, dict[str, list[float]]]
+Estimates = dict[tuple[RowKey, int], RatioEstimate]  # (row, ratio column) -> estimate
+
+
+def family_estimates(rs: ResultSet, legs: list[str] | None = None, baseline: str | None = None,
+                     cells: dict[str, Cells] | None = None) -> dict[str, Estimates]:
+    """kind -> (row, column) -> estimate for every ratio cell of both ratio tables: ONE Holm
+    family, so the chance of any false arrow in what one comparison prints stays at ALPHA.
+    `cells`: kind -> collect(rs, kind), when the caller has it already."""
     legs = legs or rs.legs()
-    cells = collect(rs, kind)
+    pairs = leg_pairs(legs, baseline)
+    cells = cells or {kind: collect(rs, kind) for kind in KINDS}
+    wanted = [(kind, key, j) for kind in KINDS for key in cells[kind]
+              for j, (a, b) in enumerate(pairs) if a in cells[kind][key] and b in cells[kind][key]]
+    batch = compare_family([(cells[kind][key][pairs[j][0]], cells[kind][key][pairs[j][1]], kind == "throughput")
+                            for kind, key, j in wanted])
+    out: dict[str, Estimates] = {kind: {} for kind in KINDS}
+    for (kind, key, j), est in zip(wanted, batch):
+        out[kind][(key, j)] = est
+    return out
+
+
+def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baseline: str | None = None,
+                controls: dict | None = None, estimates: dict[str, Estimates] | None = None,
+                cells: dict[str, Cells] | None = None) -> Table:
+    """`controls`, `estimates` (family_estimates) and `cells` (kind -> collect): when the caller
+    has them already (all_tables). The verdicts are the same either way: the family is always
+    both ratio tables of these results."""
+    legs = legs or rs.legs()
+    cells = cells or {k: collect(rs, k) for k in KINDS}
+    estimates = (estimates or family_estimates(rs, legs, baseline, cells))[kind]
+    kind_cells = cells[kind]
     higher_better = kind == "throughput"
     pairs = leg_pairs(legs, baseline)
     ratio_cols = [pair_label(a, b, legs, kind) for a, b in pairs]
@@ -167,13 +213,9 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
     max_n = 0
-    keys = sorted(cells, key=lambda k: order[k])
-    wanted = [(key, j) for key in keys for j, (a, b) in enumerate(pairs) if a in cells[key] and b in cells[key]]
-    batch = compare_many([(cells[k][pairs[j][0]], cells[k][pairs[j][1]]) for k, j in wanted],
-                         higher_better)  # every bootstrap of the table in one batched step
-    estimates = dict(zip(wanted, batch))
+    keys = sorted(kind_cells, key=lambda k: order[k])
     for key in keys:
-        values = cells[key]
+        values = kind_cells[key]
         max_n = max(max_n, *(len(v) for v in values.values()))
         med = {leg: statistics.median(v) for leg, v in values.items()}
         ests = [estimates.get((key, j)) for j in range(len(pairs))]
@@ -186,22 +228,75 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
         table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload, "unit": unit,
                            "values": {leg: values.get(leg) for leg in legs},
                            "median": {leg: med.get(leg) for leg in legs},
-                           "ratios": {c: (e.as_dict() if e else None) for c, e in zip(ratio_cols, ests)},
+                           # a cell of invalid values has no ratio (its text says why): null, as for a missing leg
+                           "ratios": {c: (e.as_dict() if e and e.method != "invalid values" else None)
+                                      for c, e in zip(ratio_cols, ests)},
                            "controls_differ": row_ctl.differs,
                            "controls_not_reported": row_ctl.unreported})
-    table.note = verdict_note(max_n, within_process_spread(in_process_samples(rs, kind)))
+    table.note = verdict_note(max_n, within_process_spread(in_process_samples(rs, kind)),
+                              verdict_summary(kind_cells, estimates, pairs))
     return table
 
 
-def verdict_note(max_n: int, in_process: float | None) -> str:
-    """The footnote says what noise was measured, and how, for the verdicts beside it."""
+@dataclass(frozen=True)
+class VerdictSummary:
+    """What a ratio table's footnote says about its verdicts."""
+
+    family: int  # judged cells in the Holm family (both ratio tables)
+    levels: tuple[float, float]  # lowest and highest confidence level printed
+    repeats: int  # repeats per leg of the typical judged cell
+    sd: float | None  # pooled log-scale SD between process repeats, this table's cells
+    detectable: float | None  # smallest ratio detected with POWER at that SD and repeats
+
+
+def verdict_summary(cells: Cells, estimates: Estimates, pairs: list[tuple[str, str]]) -> VerdictSummary | None:
+    """From this table's judged cells: the pooled dispersion (each (row, leg) sample once)
+    and the smallest change detectable with it (stats.detectable_change)."""
+    judged = [(key, j, e) for (key, j), e in estimates.items() if e.p is not None]
+    if not judged:
+        return None
+    samples = {(key, leg): cells[key][leg] for key, j, _ in judged for leg in pairs[j]}
+    pooled = pooled_log_sd(list(samples.values()))
+    repeats = statistics.median_low([min(e.n_old, e.n_new) for _, _, e in judged])
+    family = judged[0][2].family
+    levels = [e.level for _, _, e in judged]
+    sd = pooled[0] if pooled else None
+    return VerdictSummary(family, (min(levels), max(levels)), repeats, sd,
+                          detectable_change(sd, repeats, family) if sd else None)
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:,.0f}x"
+
+
+def _pct(level: float) -> str:
+    text = f"{level:.1%}"
+    return text.replace(".0%", "%")
+
+
+def verdict_note(max_n: int, in_process: float | None, summary: VerdictSummary | None = None) -> str:
+    """The footnote says what noise was measured, and how, for the verdicts beside it: the
+    method, the correction, and the smallest change this run could have detected."""
     measured = (f" Within one process the timed passes spread ±{in_process:.1%} (median over cells): "
                 "in-process noise only, not used for verdicts." if in_process is not None else "")
+    if summary is not None:
+        lo, hi = summary.levels
+        level = _pct(lo) if lo == hi else f"{_pct(lo)}-{_pct(hi)}"
+        text = (f"Ratios: geometric means of up to {max_n} process repeats per leg (per-leg columns: medians). "
+                f"↑ better / ↓ worse: {METHOD_TEXT} rejects after {CORRECTION_TEXT}'s correction over the "
+                f"{summary.family} ratio cell{'s' if summary.family != 1 else ''} of this comparison (throughput "
+                f"and latency: at most {ALPHA:.0%} chance of any false arrow) and the change is at least "
+                f"{MIN_EFFECT:.0%}; ≈ otherwise. Brackets: the test's own interval at the {CORRECTION_TEXT} level "
+                f"that decided the cell ({level}), so it excludes 1.00 exactly when the test rejects. Fewer than "
+                f"{MIN_REPEATS} repeats on a leg: no verdict.")
+        if summary.detectable is not None:
+            text += (f" With {summary.repeats} repeats at ±{summary.sd:.1%} between processes (SD of log values, "
+                     f"pooled over this table), changes under {_times(summary.detectable)} cannot be detected reliably "
+                     f"({POWER:.0%} power for a lone change at {CORRECTION_TEXT}'s strictest level).")
+        return text + measured
     if max_n >= MIN_REPEATS:
-        return (f"Medians of up to {max_n} process repeats per leg. Ratios: median ratio, 95% percentile-bootstrap "
-                "interval of the between-process repeats in brackets; ↑ better / ↓ worse when the interval "
-                "excludes 1.00, otherwise ≈ no difference detected. A cell with fewer than "
-                f"{MIN_REPEATS} repeats gets no verdict." + measured)
+        return (f"Up to {max_n} process repeats per leg, but no ratio cell could be judged (fewer than {MIN_REPEATS} "
+                "repeats on one of its legs, or a value no ratio can be taken of): no verdict." + measured)
     return (f"{max_n} process{'es' if max_n != 1 else ''} per leg and cell, fewer than {MIN_REPEATS}: no between-process "
             "dispersion was measured and no ratio gets a verdict (↑/↓/≈); rerun with `--repeats 3`. Unrepeated "
             "values are printed to 3 significant digits." + measured)
@@ -375,7 +470,10 @@ def _fmt_control(v) -> str:
 def all_tables(rs: ResultSet, legs: list[str] | None = None, baseline: str | None = None) -> list[Table]:
     ctl = _controls(rs, legs or rs.legs())  # one pass over the results for all three tables that use it
     controls = controls_by_row(ctl)
-    tables = [coverage_table(rs, legs), ratio_table(rs, "throughput", legs, baseline, controls=controls),
-              ratio_table(rs, "latency", legs, baseline, controls=controls), failures_table(rs),
+    cells = {kind: collect(rs, kind) for kind in KINDS}
+    estimates = family_estimates(rs, legs, baseline, cells)  # both ratio tables: one family
+    ratio = {kind: ratio_table(rs, kind, legs, baseline, controls=controls, estimates=estimates, cells=cells)
+             for kind in KINDS}
+    tables = [coverage_table(rs, legs), ratio["throughput"], ratio["latency"], failures_table(rs),
               controls_table(rs, legs, ctl=ctl)]
     return tables

@@ -8,8 +8,10 @@
    derivation says so). Derived stacks are written into the bisect directory.
 3. Only the chosen (model, workload) runs, from a sub-table of the scenario
    table, with repeats, legs interleaved. good and bad are measured first; a
-   regression needs statistical support: the bootstrap verdict is "slower"
-   AND the ratio is beyond the threshold. Then a binary search.
+   regression needs statistical support: the comparer's own test (Welch's t on
+   log values, ablation.analysis.stats; each probe against good is a family of
+   one cell, so at 5%) gives the verdict "slower" AND the ratio (of geometric
+   means) is beyond the threshold. Then a binary search.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 import yaml
 from packaging.version import InvalidVersion, Version
 
-from ablation.analysis.stats import RatioEstimate, compare_samples
+from ablation.analysis.stats import ALPHA, METHOD, METHOD_TEXT, MIN_REPEATS, RatioEstimate, compare_samples
 from ablation.errors import AblationError
 from ablation.execution.sweep import Sweep, SweepOptions
 from ablation.results.store import load_results
@@ -150,6 +152,17 @@ def sub_table(scenarios: ScenarioFile, model_id: str, workload: str, out_dir: Pa
     return load_scenarios(path)
 
 
+def regressed(est: RatioEstimate, threshold: float) -> bool:
+    """Worse with statistical support (verdict 'slower') AND by more than the threshold."""
+    return est.verdict == "slower" and est.ratio <= 1 - threshold
+
+
+VERDICT_TEXT = (f"{METHOD_TEXT} against the good leg (the comparer's test; each probe is a family of one, at "
+                f"{ALPHA:.0%}); ratio = geometric means, interval = the test's {1 - ALPHA:.0%} interval; "
+                f"regressed = verdict 'slower' and the ratio beyond the threshold; fewer than {MIN_REPEATS} "
+                "repeats: no verdict, never regressed")
+
+
 @dataclass
 class BisectPlan:
     model_id: str
@@ -226,9 +239,11 @@ class Bisector:
         return values
 
     def judge(self, plan: BisectPlan, good: list[float], probe: Probe) -> None:
+        """The comparer's test on this probe against good (one cell, so no family correction):
+        regressed only with the verdict 'slower' AND the ratio beyond the threshold."""
         est = compare_samples(good, probe.values, higher_is_better=plan.metric == "throughput")
         probe.estimate = est
-        probe.regressed = est.verdict == "slower" and est.ratio <= 1 - plan.threshold
+        probe.regressed = regressed(est, plan.threshold)
 
     def run(self, plan: BisectPlan, good_sf: StackFile, bad_sf: StackFile, releases: list[str],
             table: ScenarioFile) -> dict:
@@ -273,16 +288,17 @@ class Bisector:
                          f"{'regressed' if probes[rel].regressed else 'not regressed'}")
             verdict = {"first_bad": order[hi], "last_good": order[lo],
                        "reason": f"{order[hi]} is the first release whose {plan.metric} is worse than "
-                                 f"{order[0]} by more than {plan.threshold:.0%} with the bootstrap interval "
-                                 f"excluding 1.0; {order[lo]} is not"}
+                                 f"{order[0]} by more than {plan.threshold:.0%} with the verdict 'slower' "
+                                 f"({METHOD_TEXT}, interval excluding 1.0); {order[lo]} is not"}
         summary = {
             "scenario": f"{plan.model_id}/{plan.workload}", "metric": plan.metric, "threshold": plan.threshold,
-            "repeats": plan.repeats, "good": order[0], "bad": order[-1], "releases_between": releases,
+            "repeats": plan.repeats, "method": METHOD, "verdict_rule": VERDICT_TEXT, "good": order[0], "bad": order[-1], "releases_between": releases,
             "derivations": derivations, **verdict,
             "good_values_pooled": good_values,  # the good leg as measured beside the ends and every probe
             "tried": [{"release": p.release, "leg": p.leg, "values": p.values,
                        "ratio_to_good": p.estimate.ratio if p.estimate else None,
                        "interval": [p.estimate.low, p.estimate.high] if p.estimate else None,
+                       "p": p.estimate.p if p.estimate else None,
                        "verdict": p.estimate.verdict if p.estimate else None, "regressed": p.regressed}
                       for p in sorted(probes.values(), key=lambda p: Version(p.release))],
         }
@@ -299,10 +315,11 @@ def render_summary(summary: dict) -> str:
         vals = t["values"]
         med = statistics.median(vals) if vals else None
         iv = t["interval"]
-        interval = f"[{iv[0]:.3f}, {iv[1]:.3f}]" if iv and iv[0] is not None else "noise band"
+        interval = f"[{iv[0]:.3f}, {iv[1]:.3f}]" if iv and iv[0] is not None else "none (unrepeated)"
         lines.append(f"| {t['release']} | {med:.4g} | {t['ratio_to_good']:.3f}x | {interval} | {t['verdict']} | "
                      f"{'yes' if t['regressed'] else 'no'} |")
     lines.append("")
+    lines.append(f"verdicts: {summary.get('verdict_rule', VERDICT_TEXT)}")
     for rel, notes in summary["derivations"].items():
         lines.append(f"derived {rel}: {'; '.join(notes)}")
     lines.append("")

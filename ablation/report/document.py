@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ablation.analysis.crossarch import failure_attribution, speedup_table
 from ablation.analysis.groups import Group, bridge_table
-from ablation.analysis.stats import MIN_REPEATS
+from ablation.analysis.stats import ALPHA, CHANGED, CORRECTION_TEXT, METHOD_TEXT, MIN_EFFECT, MIN_REPEATS
 from ablation.analysis.tables import Table
 from ablation.results.store import ResultSet
 from ablation.util.timestamps import utc_stamp
@@ -53,14 +53,16 @@ def stack_table(rs: ResultSet, legs: list[str]) -> Table:
 
 
 def headline(thr: Table, lat: Table) -> list[str]:
-    """The cells with a measured change (bootstrap verdict faster/slower), largest change first."""
+    """The cells with a measured change (verdict faster/slower: Welch's t on logs, Holm over the
+    comparison's cells, at least MIN_EFFECT), largest change first."""
     found = []
     for t in (thr, lat):
         for row in t.data:
             for col, est in row["ratios"].items():
-                if est and est["verdict"] in ("faster", "slower"):
+                if est and est["verdict"] in CHANGED:
                     found.append((abs(est["ratio"] - 1), f"{row['model_id']} {row['workload']} {col}: "
-                                  f"{est['ratio']:.2f}x ({est['verdict']}, {est['method']})"))
+                                  f"{est['ratio']:.2f}x ({est['verdict']}, {METHOD_TEXT}, {CORRECTION_TEXT} "
+                                  f"p = {est['p_holm']:.2g})"))
     found.sort(reverse=True)
     return [text for _, text in found[:10]]
 
@@ -77,8 +79,11 @@ def limitations(rs: ResultSet, thr: Table) -> list[str]:
         out.append(f"No dispersion: fewer than {MIN_REPEATS} process repeats per cell, so no ratio has a verdict; "
                    "rerun with `--repeats 3` (or more) for confidence intervals.")
     else:
-        out.append(f"Up to {n} repeats per cell, legs interleaved round by round; intervals are 95% "
-                   "percentile bootstrap of the ratio of medians.")
+        out.append(f"Up to {n} repeats per cell, legs interleaved round by round. Ratios are geometric means; "
+                   f"verdicts and intervals come from {METHOD_TEXT}, {CORRECTION_TEXT}-corrected over every ratio "
+                   f"cell of a group (at most {ALPHA:.0%} chance of any false arrow), and need a change of at least "
+                   f"{MIN_EFFECT:.0%}. ≈ means no change was detected, not that none happened: each ratio table's "
+                   "footnote states the smallest change its measured dispersion let it detect (docs/statistics.md).")
     clocks = {g.clocks_locked for r in rs.results for g in r.record.machine.gpus}
     if False in clocks or None in clocks:
         out.append("GPU clocks were not locked.")
@@ -160,7 +165,8 @@ def headline_lines(gt: GroupTables) -> list[str]:
     if unrepeated(gt.tables["throughput"], gt.tables["latency"]):
         return [f"- None can be stated: fewer than {MIN_REPEATS} process repeats per leg, so no ratio has a verdict. "
                 "The ratios in Full data are single-pass leads; rerun with `--repeats 3`."]
-    return ["- No cell changed beyond the measured noise: no difference detected anywhere."]
+    return ["- No change detected in any cell (see each ratio table's footnote for the smallest change it could "
+            "have detected)."]
 
 
 def group_sections(inp: ReportInput, gt: GroupTables, level: int, suffix: str) -> list[str]:
