@@ -55,12 +55,16 @@ def stacks_env(ctx, leg: str):
     import shlex
 
     from ablation.envs.environment import leg_process_env, without_runner_python
+    from ablation.spec import identifiers
 
     sd, builder = _stacks(ctx), _builder(ctx)
     sf = sd.load(leg)
     env = without_runner_python({**sf.stack.env, **leg_process_env(builder.path_for(sf.leg))})
-    for name, value in env.items():
-        click.echo(f"export {name}={shlex.quote(value)}")
+    lines = []
+    for name, value in env.items():  # names are POSIX names (checked at load and here); values quoted
+        identifiers.check(identifiers.env_name, name, f"{sf.path}: field 'env'")
+        lines.append(f"export {name}={shlex.quote(value)}")
+    click.echo("\n".join(lines))
 
 
 @stacks.command("build")
