@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ablation.errors import AblationError
+from ablation.errors import AblationError, one_line
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -19,9 +19,7 @@ def one_line_errors(fn):
         try:
             return fn(*args, **kwargs)
         except AblationError as exc:
-            from ablation.util.yamlio import one_line
-
-            click.echo(f"error: {one_line(str(exc), limit=2000)}", err=True)
+            click.echo(f"error: {one_line(str(exc))}", err=True)
             sys.exit(2)
 
     return wrapper

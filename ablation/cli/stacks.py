@@ -79,7 +79,7 @@ def stacks_build(ctx, legs, variant, all_variants, force):
     sd, builder = _stacks(ctx), _builder(ctx)
     for leg in legs:
         sf = sd.load(leg)
-        variants = [variant] if variant else [None]
+        variants = [variant] if variant is not None else [None]  # --variant '' is refused, not the base venv
         if all_variants:
             variants += [o.name for o in sf.stack.overrides]
         for v in variants:

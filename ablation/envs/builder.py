@@ -141,6 +141,8 @@ class VenvBuilder:
         One build of a venv at a time on this machine: two runners building the same leg at
         once deleted each other's files (seen: a failed install, a lost build.log). The second
         waits, then finds the first one's venv up to date."""
+        if variant is not None:
+            sf.stack.variant(variant)  # an unknown variant is refused before anything is created
         self.venv_root.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.venv_root / f"{venv_name(sf.leg, variant)}.build.lock")):
             if not force:

@@ -192,7 +192,7 @@ def load_stack_file(path: Path, patches_dir: Path | None = None) -> StackFile:
             beside = default_patches_dir(path)
             hint = (f"; there is one in {beside}: pass --patches-dir {beside}"
                     if beside.resolve() != patches_dir.resolve() and patch_path(beside, patch) else "")
-            raise AblationError(f"{path}: field 'patches': {patch} is not a file in the patches directory "
+            raise AblationError(f"{path}: field 'patches': {patch} does not exist in the patches directory "
                                 f"{patches_dir}{hint}")
     return StackFile(path=path, stack=stack, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
 

@@ -17,12 +17,6 @@ from ablation.errors import AblationError
 M = TypeVar("M", bound=BaseModel)
 
 
-def one_line(text: str, limit: int = 400) -> str:
-    """A message as one printable line: control characters escaped, overlong text cut."""
-    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def _field_path(loc: tuple) -> str:
     return ".".join(str(part) for part in loc) or "(top level)"
 
@@ -67,7 +61,7 @@ def read_yaml(path: Path):
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "unknown line"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise AblationError(one_line(f"{path}: malformed YAML at {where}: {problem}; fix the syntax")) from None
+        raise AblationError(f"{path}: malformed YAML at {where}: {problem}; fix the syntax") from None
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. a timestamp out of range
         raise AblationError(f"{path}: malformed YAML: {str(exc).splitlines()[0][:200]}") from None
 
@@ -88,4 +82,4 @@ def load_yaml_model(path: Path, model: type[M], defaults: dict | None = None) ->
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown field; check the spelling against the README's field list"
-        raise AblationError(one_line(f"{path}: field '{_field_path(err['loc'])}': {msg}{more}")) from None
+        raise AblationError(f"{path}: field '{_field_path(err['loc'])}': {msg}{more}") from None
