@@ -64,6 +64,8 @@ def test_1_dot_leg_names_are_refused_and_delete_nothing(project, file_name, leg)
                  run_argv(project, project / "table.yaml", "--leg", str(project / "stacks" / file_name))):
         line = one_line_error(cli(project, *args))
         assert "leg" in line, line
+    listed = cli(project, "stacks", "list")  # the other legs are still listed, the bad file named
+    assert listed.returncode == 0 and "la " in listed.stdout and file_name in listed.stderr, listed.stderr
     assert (other / "keep.txt").read_text() == "another leg's venv"
     assert (project / "keep.txt").is_file() and (project / "stacks" / "la.yaml").is_file()
 

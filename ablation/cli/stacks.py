@@ -21,8 +21,14 @@ def stacks():
 def stacks_list(ctx):
     """One line per leg: engine, platform, and whether its venv is built."""
     sd, builder = _stacks(ctx), _builder(ctx)
+    from ablation.errors import AblationError
+
     for leg in sd.legs():
-        sf = sd.load(leg)
+        try:
+            sf = sd.load(str(sd.root / f"{leg}.yaml"))  # by path: a refusal names the file
+        except AblationError as exc:  # one bad file does not hide the other legs
+            click.echo(f"warning: {exc}; not listed", err=True)
+            continue
         s = sf.stack
         built = "built" if builder.existing(sf) else "not built"
         variants = f" variants: {', '.join(o.name for o in s.overrides)}" if s.overrides else ""
