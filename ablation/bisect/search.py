@@ -73,8 +73,8 @@ def parse_releases(text: str) -> list[str]:
             Version(v)
         except InvalidVersion:
             raise AblationError(f"--releases: '{v}' is not a version (e.g. 0.29.0)") from None
-        if not re.fullmatch(r"[0-9A-Za-z.+!_-]{1,64}", v):
-            raise AblationError(f"--releases: '{v}' is not a version as the index spells one (e.g. 0.29.0)")
+        if not re.fullmatch(r"[0-9A-Za-z._-]{1,64}", v):  # it names a derived leg: no '+' (variants), no '!'
+            raise AblationError(f"--releases: '{v}' is not a public release version (e.g. 0.29.0)")
     return releases
 
 
