@@ -12,7 +12,7 @@ RESULTS   ?= results
 RUN_ID    ?= $(shell date -u +%Y%m%d-%H%M%S)
 REPEATS   ?= 3
 
-.PHONY: ablation test test-fast install browser clean-venvs report
+.PHONY: ablation test test-fast lint install browser clean-venvs report
 
 install: $(BIN)/ablation
 
@@ -42,9 +42,13 @@ browser:
 test: install browser
 	$(BIN)/python -m pytest -ra
 
-## make test-fast: everything but the real-vLLM tests (marker `vllm`); the loop while developing
+## make test-fast: the quick tiers (unit, uv, browser): no real vLLM, no Ray; the loop while developing
 test-fast: install browser
-	$(BIN)/python -m pytest -ra -m "not vllm"
+	$(BIN)/python -m pytest -ra -m "not vllm and not ray"
+
+## make lint: ruff (configuration in pyproject.toml); .ci/run runs it before the tests
+lint: install
+	$(BIN)/ruff check ablation tests bench
 
 clean-venvs:
 	rm -rf $${ABLATION_VENV_ROOT:-$$HOME/.cache/vllm-ablation/venvs}

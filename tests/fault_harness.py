@@ -11,18 +11,20 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+# The declared protocol, as the real harness imports it (this process runs in a leg's venv,
+# where the runner's packages do not exist).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ablation" / "harness"))
+import protocol  # noqa: E402
 
 
 def result(task, value=100.0, passed=True):
-    return {
-        "schema": "vllm-ablation/harness/1",
-        "task_id": task["task_id"],
-        "workloads": {w["name"]: {"kind": w["kind"], "value": value, "unit": "tok/s",
-                                  "total_output_tokens": 1, "expected_output_tokens": 1}
-                      for w in task["workloads"]},
-        "engine": {"kv_cache_tokens": 1000},
-        "checks": {"passed": passed, "failures": [] if passed else ["mixed: output tokens 3 != requested 4"]},
-    }
+    workloads = {w["name"]: {"kind": w["kind"], "value": value, "unit": "tok/s",
+                             "total_output_tokens": 1, "expected_output_tokens": 1}
+                 for w in task["workloads"]}
+    failed = [] if passed else ["mixed: output tokens 3 != requested 4"]
+    return protocol.result_document(task, workloads, failed, engine={"kv_cache_tokens": 1000})
 
 
 def write(task, data):
@@ -31,7 +33,7 @@ def write(task, data):
 
 
 def main():
-    task = json.load(open(sys.argv[1]))
+    task = protocol.read_task(sys.argv[1])
     mode = task["model"]["id"].split("/", 1)[1]
     print(f"[fault-harness] mode {mode}", flush=True)
     if mode == "ok":
@@ -73,6 +75,8 @@ def main():
         write(task, "{this is not json")
     elif mode == "failed-checks":
         write(task, result(task, passed=False))
+    elif mode == "unknown-schema":  # a harness from another protocol version
+        write(task, {**result(task), "schema": "vllm-ablation/harness/99"})
     elif mode == "nan":
         write(task, json.dumps(result(task)).replace("100.0", "NaN"))
     elif mode == "cutlass":

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
+from helpers import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 from ablation.bisect.search import parse_threshold, releases_between
 from ablation.errors import AblationError
+
+pytestmark = pytest.mark.uv
 
 
 @pytest.fixture
@@ -47,8 +49,8 @@ def test_finds_the_first_bad_release_from_the_index(project):
     assert len(tried["1.14.0"]["values"]) == 3 and len(tried["1.17.0"]["values"]) == 3
     assert len(summary["good_values_pooled"]) == 3 * 3  # ends + two probes
     # derived stacks say what they changed, and were built as real venvs of those releases
-    stack = yaml.safe_load((Path(summary["tried"][1]["leg"]).name and
-                            (project / "bisect").glob("*/stacks/1.16.0-cpu-bisect.yaml").__next__()).read_text())
+    assert summary["tried"][2]["leg"] == "1.16.0-cpu-bisect"
+    stack = yaml.safe_load(next((project / "bisect").glob("*/stacks/1.16.0-cpu-bisect.yaml")).read_text())
     assert stack["packages"]["six"] == "1.16.0" and "six: 1.14.0 -> 1.16.0" in stack["description"]
     lock = (project / "venvs" / "1.16.0-cpu-bisect" / "lock.txt").read_text()
     assert "six==1.16.0" in lock

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import one_line_error, run_cli
+from helpers import one_line_error, run_cli
 from resultfactory import write_result
 
 from ablation.analysis.tables import leg_label, ratio_table
@@ -260,4 +260,6 @@ def test_canonical_choice_is_per_machine(tmp_path):
     assert proc.returncode == 0, proc.stderr
     notes = [ln for ln in proc.stderr.splitlines() if "no CANONICAL entry" in ln]
     assert len(notes) == 1 and "0.26/llama on machine aaaaaaaa: 2 runs" in notes[0], proc.stderr
-    assert "120" in proc.stdout  # machine b's only run is kept
+    # machine b's only run is kept, in machine b's own group: its section's row holds 120
+    section_b = proc.stdout[proc.stdout.index("[bbbbbbbb]"):]
+    assert "| llama | 1 | mixed | 120 |" in section_b, proc.stdout

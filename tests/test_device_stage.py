@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import REPO
+from helpers import REPO
 
 SCRIPT = REPO / "scripts" / "device-stage"
 
@@ -75,3 +75,17 @@ def test_download_stages_only_the_pins_the_image_lacks(tmp_path):
     (tmp_path / "freeze.txt").write_text("torch==2.11.0\nsetuptools==81.0.0\ntyping_extensions==4.16.0\n")
     assert stage_mod.stack_overlay(str(tmp_path / "leg.yaml"), str(tmp_path / "freeze.txt")) == [
         "vllm==0.26.0", "setuptools==80.10.2"]
+
+
+def test_download_names_every_manylinux_tag_the_device_accepts():
+    """pip matches --platform exactly: nvidia-nccl-cu13==2.29.7 (0.29-h200's pin) ships only a
+    manylinux_2_18 wheel, and a list without that tag failed the README's 0.29-h200 download."""
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("device_stage", str(SCRIPT))
+    stage_mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("device_stage", loader))
+    loader.exec_module(stage_mod)
+    tags = stage_mod.platform_tags()
+    assert {f"manylinux_2_{n}_x86_64" for n in range(5, 40)} <= set(tags)
+    assert "manylinux_2_18_x86_64" in tags and "manylinux_2_40_x86_64" not in tags

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULT_HARNESS
+from helpers import FAULT_HARNESS
 
 from ablation.envs.builder import LegEnv
 from ablation.execution.local import RunContext, Task, run_task
@@ -21,7 +21,8 @@ from ablation.modeldirs.prepare import prepare_model
 from ablation.spec.scenarios import load_scenarios
 from ablation.util.jsonio import read_jsonl
 
-MODES = ["ok", "segfault", "hang", "garbage", "failed-checks", "nan", "cutlass", "oom", "exit0-nothing", "env-dump"]
+MODES = ["ok", "segfault", "hang", "garbage", "failed-checks", "nan", "cutlass", "oom", "exit0-nothing", "env-dump",
+         "unknown-schema"]
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def scenario_file(tmp_path):
 
 def fake_env(tmp_path) -> LegEnv:
     """The runner's own interpreter stands in for a leg venv: the fault harness is stdlib only."""
-    manifest = {"stack_file": "n/a", "stack_sha256": "0", "lock_sha256": "0", "pins": {}, "packages": {},
+    manifest = {"stack_file": "n/a", "stack_sha256": "0", "lock_sha256": "lock-of-" + str(tmp_path), "pins": {}, "packages": {},
                 "excluded": {}, "patches": [], "python_version": "3", "variant_reason": None}
     return LegEnv("fault-leg", None, tmp_path / "venv", Path(sys.executable), manifest)
 
@@ -65,6 +66,7 @@ def run_mode(mode, tmp_path, scenario_file, timeout=None, stack_env=None):
     ("cutlass", "dependency", "AttributeError: module 'cutlass.cute.core' has no attribute 'ThrMma'"),
     ("oom", "oom", "torch.OutOfMemoryError: CUDA out of memory"),
     ("exit0-nothing", "harness-error", "harness wrote no results file"),
+    ("unknown-schema", "harness-error", "unknown schema 'vllm-ablation/harness/99'"),
 ])
 def test_fault_is_fail_with_attributed_cause(mode, cls, signature, tmp_path, scenario_file):
     outcome, record, ctx = run_mode(mode, tmp_path, scenario_file)
@@ -80,7 +82,10 @@ def test_ok_is_pass_and_records_hashes(tmp_path, scenario_file):
     outcome, record, _ = run_mode("ok", tmp_path, scenario_file)
     assert outcome.status == "PASS" and record["exit_code"] == 0
     assert record["scenario_table"]["sha256"] == scenario_file.sha256
-    assert record["stack"]["lock_sha256"] == "0" and record["workloads"]["mixed"]["value"] == 100.0
+    # the record names the environment that ran it (its venv and lock), not some other leg's
+    env = fake_env(tmp_path)
+    assert record["stack"]["venv"] == str(env.path) and record["stack"]["lock_sha256"] == env.lock_sha256
+    assert record["workloads"]["mixed"]["value"] == 100.0 and record["harness"]["schema"] == "vllm-ablation/harness/1"
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path, scenario_file):

@@ -14,13 +14,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
+from helpers import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 from ablation.errors import AblationError
 from ablation.execution.machine import Gpu, Machine
-from ablation.execution.sweep import Sweep, leg_order
+from ablation.execution.plan import Planner
+from ablation.execution.sweep import leg_order
 from ablation.spec.scenarios import load_scenarios
 from ablation.util.jsonio import read_jsonl
+
+pytestmark = pytest.mark.uv
 
 
 @pytest.fixture
@@ -221,11 +224,11 @@ def test_skip_is_decided_per_architecture_on_its_own_nodes_and_unlike_nodes_are_
         "  - {id: org/tp2, source: {path: m}, tp: 2, workloads: [mixed], requires: {min_gpus: 2}}\n")
     table = load_scenarios(tmp_path / "t.yaml").table
     h200, b200 = _gpu_node("NVIDIA H200", 9.0, 8), _gpu_node("NVIDIA B200", 10.0, 8)
-    assert Sweep._skip_reasons(table, "nvidia-h200-sm90", [h200, h200]) == {
+    assert Planner.skip_reasons(table, "nvidia-h200-sm90", [h200, h200]) == {
         "org/nvfp4": "needs compute capability >= 10.0, this machine has 9.0 (NVFP4 needs Blackwell)",
         "org/tp2": None}
-    assert Sweep._skip_reasons(table, "nvidia-b200-sm100", [b200]) == {"org/nvfp4": None, "org/tp2": None}
+    assert Planner.skip_reasons(table, "nvidia-b200-sm100", [b200]) == {"org/nvfp4": None, "org/tp2": None}
     with pytest.raises(AblationError) as err:
-        Sweep._skip_reasons(table, "nvidia-h200-sm90", [h200, _gpu_node("NVIDIA H200", 9.0, 1)])
+        Planner.skip_reasons(table, "nvidia-h200-sm90", [h200, _gpu_node("NVIDIA H200", 9.0, 1)])
     assert str(err.value) == ("--arch nvidia-h200-sm90: its nodes differ on model org/tp2 (can run it; needs 2 GPUs, "
                               "this machine has 1); start unlike nodes with different `ablation node-resources --arch` names")

@@ -20,12 +20,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
+from helpers import FAULT_HARNESS, REPO, fault_env, fault_project, one_line_error, project_argv
 
 from ablation.util.jsonio import read_jsonl
 
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
+
+pytestmark = pytest.mark.ray
 
 
 @pytest.fixture
@@ -57,10 +59,10 @@ def env(project: Path, slow: float, hang: str = "") -> dict:
 
 def test_tasks_spread_over_nodes_one_at_a_time_and_a_lost_node_is_retried_once(project, cluster):
     c, nodes = cluster
-    # slow-0 hangs wherever it lands: the node running it is the one we kill.
-    # --timeout 30: the retry hangs too, and must end as FAIL(timeout), not hold the test for an hour
-    proc = subprocess.Popen(argv(project, c.address, "--timeout", "30"), cwd=REPO,
-                            env=env(project, 4, hang="slow-0"),
+    # Each task runs about 4 s (the fault harness's default: the FAULT_* knobs of the driver's
+    # environment do not reach the workers of this in-process cluster); the node running slow-0
+    # is the one we kill, while it runs.
+    proc = subprocess.Popen(argv(project, c.address, "--timeout", "30"), cwd=REPO, env=env(project, 4),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     events = project / "results/r/run.jsonl"
     deadline = time.monotonic() + 180
@@ -85,7 +87,7 @@ def test_tasks_spread_over_nodes_one_at_a_time_and_a_lost_node_is_retried_once(p
     d = project / "results/r/la/fault__slow-0"
     assert json.loads((d / "results.json").read_text())["cause"]["class"] == "node-lost"
     second = json.loads((d / "results.r1a2.json").read_text())
-    assert second["status"] == "FAIL" and second["cause"]["class"] == "timeout" or second["status"] == "PASS"
+    assert second["status"] == "PASS", second  # retried once, on the surviving node, where it ran to the end
     passed = {e["task_id"] for e in ends if e["status"] == "PASS"}
     assert {"la/fault__slow-1/r1", "la/fault__slow-2/r1", "la/fault__slow-3/r1"} <= passed
     # every finished task's files came back to the head's run directory, with the node that ran it
@@ -192,8 +194,8 @@ def test_a_leg_that_does_not_build_on_a_node_is_that_task_s_dependency_failure(t
                      {"lock_sha256": "x"})
     task = Task("la", spec, 1, missing, None, stack_file=sf, patches_dir=project / "patches")
     _, events, failed = _leg_on_node(task, "node-without-space")
-    assert failed is not None and failed.status == "FAIL" and failed.cause["class"] == "dependency"
-    assert failed.cause["signature"].startswith("leg build on node node-wit failed:")
+    assert failed is not None and failed.status == "FAIL" and failed.cause.cls == "dependency"
+    assert failed.cause.signature.startswith("leg build on node node-wit failed:")
     assert events[0]["event"] == "leg_build_failed"
 
 
@@ -339,7 +341,9 @@ def test_real_ray_start_one_command_runs_the_table_on_every_architecture(tmp_pat
                                        str(project / "results/r@fake-b200"), "--names", "H200,B200"),
                           cwd=REPO, capture_output=True, text=True)
     assert arch.returncode == 0, arch.stderr
-    assert "H200" in arch.stdout and "B200" in arch.stdout
+    # the 2-CPU model ran on the 2-CPU architecture only: attributed as n/a on the other, not as a failure
+    assert "| fault/slow-2cpu | la | PASS | SKIP (needs 2 CPUs, this machine has 1 (tp 2 on CPU)) | n/a on B200 |" \
+        in arch.stdout, arch.stdout
 
 
 def test_real_ray_start_worker_killed_mid_task_is_node_lost_and_retried_once(tmp_path):
@@ -374,6 +378,6 @@ def test_real_ray_start_worker_killed_mid_task_is_node_lost_and_retried_once(tmp
     assert [(e["task_id"], e["attempt"]) for e in ev if e["event"] == "task_retry"] == [("la/fault__slow-0/r1", 2)]
     d = project / "results/r/la/fault__slow-0"
     second = json.loads((d / "results.r1a2.json").read_text())  # recorded beside attempt 1, not over it
-    assert second["status"] == "PASS" or second["cause"]["class"] == "timeout"
+    assert second["status"] == "PASS", second  # a 3 s task, retried on the other worker, within --timeout 20
     assert json.loads((d / "results.json").read_text())["cause"]["class"] == "node-lost"
     assert {"la/fault__slow-1/r1", "la/fault__slow-2/r1"} <= {e["task_id"] for e in ends if e["status"] == "PASS"}

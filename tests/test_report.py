@@ -10,7 +10,7 @@ import struct
 import pytest
 import yaml
 from browser import PAGE_HEADINGS, PAGE_IMAGES, PAGE_LIST_ITEMS, PAGE_PARAGRAPHS, PAGE_TABLES, Chromium, chromium_path
-from conftest import one_line_error, run_cli
+from helpers import one_line_error, run_cli
 from resultfactory import write_result
 
 # The seed's B200 vs H200 rows (shared/seeds/h200-vllm-ablation-report.txt, "What transfers").
@@ -207,6 +207,7 @@ def test_report_of_two_machines_keeps_each_group_apart_and_html_matches_markdown
     assert page.tables == markdown_tables(md)
 
 
+@pytest.mark.browser
 def test_report_renders_in_a_real_headless_browser_with_its_plots_and_the_markdown_tables(tmp_path):
     """index.html as a reader's browser shows it (Debian's chromium, headless): every plot loads
     (a broken <img> has naturalWidth 0), the rendered tables are REPORT.md's cell for cell, no

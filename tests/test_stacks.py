@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, one_line_error
+from helpers import REPO, one_line_error
 
 from ablation.errors import AblationError
 from ablation.spec.stacks import StackDir, load_stack_file, stack_fingerprint
@@ -83,7 +83,7 @@ def test_unknown_leg_names_the_known_ones(cli):
 def test_cuda_leg_on_a_cpu_machine_is_refused_before_anything_runs(cli, tmp_path):
     line = one_line_error(cli("run", "--leg", "0.26", "--scenarios", str(REPO / "scenarios/cpu.yaml"),
                               "--results", str(tmp_path)))
-    assert "0.26.yaml: field 'platform'" in line and "no" in line
+    assert "0.26.yaml: field 'platform': leg 0.26 needs CUDA GPUs and this machine has none" in line, line
     assert not any(tmp_path.iterdir())
 
 

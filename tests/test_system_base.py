@@ -17,6 +17,8 @@ from ablation.envs.installers import PipInstaller, find_uv
 from ablation.errors import AblationError
 from ablation.spec.stacks import load_stack_file
 
+pytestmark = pytest.mark.uv
+
 STACK = """\
 leg: sys
 platform: cpu

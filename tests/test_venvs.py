@@ -7,11 +7,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import one_line_error
+from helpers import one_line_error
 
 from ablation.envs.builder import VenvBuilder
 from ablation.errors import AblationError
 from ablation.spec.stacks import load_stack_file
+
+pytestmark = pytest.mark.uv
 
 STACK = """\
 leg: small
@@ -157,7 +159,7 @@ def test_unresolvable_pin_is_one_line_and_leaves_no_half_venv(project, cli):
 def test_two_runners_building_one_leg_at_once_get_one_complete_venv(project):
     """Two real `ablation stacks build` processes of the same leg at the same moment: without the
     per-venv build lock they deleted each other's files mid-install (seen on this machine)."""
-    from conftest import REPO, project_argv
+    from helpers import REPO, project_argv
 
     argv = project_argv(project, "stacks", "build", "small")
     procs = [subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

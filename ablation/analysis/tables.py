@@ -147,7 +147,7 @@ def in_process_samples(rs: ResultSet, kind: str) -> list[list[float]]:
     out = []
     for r in latest_attempts(rs.results):
         if r.status == "PASS":
-            out += [w.raw.get("samples") or w.raw.get("latencies") or [] for w in r.workloads.values() if w.kind == kind]
+            out += [w.record.samples or w.record.latencies or [] for w in r.workloads.values() if w.kind == kind]
     return out
 
 
@@ -215,34 +215,44 @@ def status_by_cell(rs: ResultSet) -> dict[tuple[str, str], tuple[str, str]]:
         key = (r.model_id, r.leg)
         if out.get(key, ("",))[0] == "PASS":
             continue
-        detail = (r.cause or {}).get("class", "") if r.status == "FAIL" else (r.skip_reason or "")
+        detail = (r.cause.cls if r.cause else "") if r.status == "FAIL" else (r.skip_reason or "")
         out[key] = (r.status, detail)
     return out
 
 
 def coverage_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
+    """Per leg: passing / failed / skipped / not run, over the models of the results; an "invalid"
+    column (only when some results file is unusable) names the models whose record for that leg
+    could not be used, so an unusable file never reads as a pass or disappears from the count."""
     legs = legs or rs.legs()
     latest = latest_attempts(rs.results)
-    models = sorted({r.model_id for r in latest})
+    bad = [i for i in rs.invalid if i.leg in legs]
+    models = sorted({r.model_id for r in latest} | {i.model for i in bad if i.model})
     skipped = sorted({r.model_id for r in latest if r.status == "SKIP"})
     denominator = [m for m in models if m not in skipped]
-    table = Table("Coverage", ["leg", "passing", "failed", "skipped", "not run"], [])
+    columns = ["leg", "passing", "failed", "skipped", "not run"] + (["invalid"] if bad else [])
+    table = Table("Coverage", columns, [])
     cells = status_by_cell(rs)
     for leg in legs:
         status = {model: st for (model, cell_leg), (st, _) in cells.items() if cell_leg == leg}
         passing = [m for m in denominator if status.get(m) == "PASS"]
         failed = [m for m in denominator if status.get(m) == "FAIL"]
-        not_run = [m for m in denominator if m not in status]
-        table.rows.append([leg, f"{len(passing)}/{len(denominator)}", ", ".join(failed) or MISSING,
-                           ", ".join(skipped) or MISSING, ", ".join(not_run) or MISSING])
+        invalid = sorted({i.model or i.path.parent.name for i in bad if i.leg == leg} - set(passing) - set(failed))
+        not_run = [m for m in denominator if m not in status and m not in invalid]
+        row = [leg, f"{len(passing)}/{len(denominator)}", ", ".join(failed) or MISSING,
+               ", ".join(skipped) or MISSING, ", ".join(not_run) or MISSING]
+        table.rows.append(row + ([", ".join(invalid) or MISSING] if bad else []))
         table.data.append({"leg": leg, "passing": passing, "failed": failed, "skipped": skipped,
-                           "not_run": not_run})
+                           "not_run": not_run, "invalid": invalid})
     if skipped:
         reasons = sorted({f"{r.model_id}: {r.skip_reason}" for r in latest if r.status == "SKIP"})
         table.note = (f"The denominator is {len(denominator)}, not {len(models)}: skipped on this machine "
                       f"(not failed) and excluded: " + "; ".join(reasons))
     else:
         table.note = f"The denominator is every model in the results ({len(models)}); none was skipped."
+    if bad:
+        table.note += (f" {len(bad)} results file(s) could not be used (invalid: a malformed or inconsistent "
+                       "record, named in the warnings); they count for no ratio.")
     if rs.warnings:
         table.note += f" {len(rs.warnings)} note(s) about unreadable or excluded results: see the warnings."
     return table
@@ -252,18 +262,17 @@ def failures_table(rs: ResultSet) -> Table:
     table = Table("Failure attribution", ["leg", "model", "class", "signature"], [])
     for r in sorted(latest_attempts(rs.results), key=lambda r: (r.leg, r.model_id, r.repeat)):
         if r.status == "FAIL":
-            cause = r.cause or {}
-            table.rows.append([r.leg, r.model_id, cause.get("class", "?"), cause.get("signature", "?")])
-            table.data.append({"leg": r.leg, "model_id": r.model_id, **cause})
+            cls, sig = (r.cause.cls, r.cause.signature) if r.cause else ("?", "?")
+            table.rows.append([r.leg, r.model_id, cls, sig])
+            table.data.append({"leg": r.leg, "model_id": r.model_id, "class": cls, "signature": sig})
     return table
 
 
 CONTROL_FIELDS = {
-    "work done": lambda r, w: (w.raw.get("total_output_tokens"), w.raw.get("num_seqs")),
-    "kv-cache": lambda r, w: r.engine.get("kv_cache_tokens"),
-    "attention backend": lambda r, w: r.engine.get("attention_backend"),
-    "scheduler": lambda r, w: (r.engine.get("max_num_batched_tokens"), r.engine.get("max_num_seqs"),
-                               r.engine.get("enable_chunked_prefill")),
+    "work done": lambda r, w: (w.record.total_output_tokens, w.record.num_seqs),
+    "kv-cache": lambda r, w: r.engine.kv_cache_tokens,
+    "attention backend": lambda r, w: r.engine.attention_backend,
+    "scheduler": lambda r, w: (r.engine.max_num_batched_tokens, r.engine.max_num_seqs, r.engine.enable_chunked_prefill),
 }
 
 

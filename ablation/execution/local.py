@@ -10,8 +10,6 @@ is overwritten: a repeated or retried task gets new file names.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import signal
 import subprocess
@@ -21,12 +19,13 @@ from pathlib import Path
 
 from ablation.envs.builder import LegEnv
 from ablation.envs.environment import task_env
-from ablation.execution.logparse import FailureCause, attribute_failure, engine_facts_from_log
+from ablation.execution.logparse import attribute_failure, engine_facts_from_log
 from ablation.execution.machine import Machine
 from ablation.execution.phases import breakdown_line, task_phases
+from ablation.harness import protocol
 from ablation.modeldirs.prepare import PreparedModel
 from ablation.results import layout
-from ablation.results.record import ModelRef, ScenarioRef, StackRef, TaskRecord
+from ablation.results.record import Cause, ModelRef, ScenarioRef, StackRef, TaskRecord
 from ablation.spec.scenarios import ModelSpec, ScenarioFile
 from ablation.spec.stacks import StackFile
 from ablation.util.jsonio import append_jsonl, read_jsonl, write_json_atomic
@@ -59,7 +58,7 @@ class Task:
 class TaskOutcome:
     task_id: str
     status: str
-    cause: dict | None
+    cause: Cause | None
     results_path: Path
     duration_s: float
     phases: dict[str, float] | None = None
@@ -142,53 +141,26 @@ def base_record(task: Task, ctx: RunContext, files: layout.TaskFiles) -> TaskRec
     )
 
 
-def _task_json(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
+def _task_document(task: Task, ctx: RunContext, files: layout.TaskFiles) -> dict:
     table = ctx.scenarios.table
     m = task.model
-    return {
-        "task_id": task.task_id,
-        "seed": table.seed,
-        "output_path": str(files.harness_output),
-        "model": {
-            "id": m.id,
-            "path": str(task.prepared.path),
-            "tp": m.tp,
-            "dtype": m.dtype,
-            "load_format": m.load_format,
-            "max_model_len": m.max_model_len,
-            "engine_args": m.engine_args,
-        },
-        # A list, not a mapping: the scenario's order is the order they run in, on every leg.
-        "workloads": [{"name": w, **table.workloads[w].model_dump(mode="json")} for w in m.workloads],
-    }
-
-
-def _read_harness_output(path: Path) -> tuple[dict | None, str | None]:
-    """The harness's JSON, or why it is unusable (missing, garbage, NaN)."""
-    if not path.is_file():
-        return None, "harness wrote no results file"
-    try:
-        data = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return None, f"harness results are not valid JSON: {exc}"
-    if not isinstance(data, dict) or not isinstance(data.get("workloads"), dict) or "checks" not in data:
-        return None, "harness results lack 'workloads'/'checks'"
-    for name, w in data["workloads"].items():
-        value = w.get("value") if isinstance(w, dict) else None
-        if not isinstance(value, (int, float)) or not math.isfinite(value):
-            return None, f"harness results: workload {name} has non-finite value {value!r}"
-    return data, None
+    model: protocol.ModelTask = {"id": m.id, "path": str(task.prepared.path), "tp": m.tp, "dtype": m.dtype,
+                                 "load_format": m.load_format, "max_model_len": m.max_model_len,
+                                 "engine_args": m.engine_args}
+    # A list, not a mapping: the scenario's order is the order they run in, on every leg.
+    workloads = [{"name": w, **table.workloads[w].model_dump(mode="json")} for w in m.workloads]
+    return protocol.task_document(task.task_id, table.seed, str(files.harness_output), model, workloads)
 
 
 def _decide(exit_code: int | None, timed_out: bool, harness: dict | None, problem: str | None, log_text: str):
     """(status, cause): PASS needs exit 0, a valid result file and passing checks."""
     if timed_out or exit_code != 0:
-        return "FAIL", attribute_failure(log_text, exit_code, timed_out).as_dict()
+        return "FAIL", attribute_failure(log_text, exit_code, timed_out)
     if problem:
-        return "FAIL", FailureCause("harness-error", problem).as_dict()
+        return "FAIL", Cause.of("harness-error", problem)
     if not harness["checks"].get("passed"):
         failures = "; ".join(harness["checks"].get("failures", [])) or "checks not passed"
-        return "FAIL", FailureCause("check-failed", failures[:300]).as_dict()
+        return "FAIL", Cause.of("check-failed", failures[:300])
     return "PASS", None
 
 
@@ -210,7 +182,7 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
         ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status="SKIP", reason=task.skip_reason)
         return TaskOutcome(task.task_id, "SKIP", None, files.results, 0.0)
 
-    write_json_atomic(files.task, _task_json(task, ctx, files))
+    write_json_atomic(files.task, _task_document(task, ctx, files))
     timeout = ctx.timeout_override_s or task.model.timeout_s or ctx.scenarios.table.timeout_s
     argv = [str(task.env.python), str(DIE_WITH_PARENT), str(ctx.harness), str(files.task)]
     timed_out = False
@@ -231,11 +203,11 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
             _kill_group(proc.pid)
     duration = time.time() - started
     log_text = files.log.read_text(errors="replace")
-    harness, problem = _read_harness_output(files.harness_output)
+    harness, problem = protocol.read_result(str(files.harness_output), task.task_id)
     status, cause = _decide(exit_code, timed_out, harness, problem, log_text)
     facts = engine_facts_from_log(log_text)
     phases = task_phases(duration, harness, (harness or {}).get("workloads"))
-    record = record.model_copy(update=dict(
+    record = record.updated(
         status=status,
         cause=cause,
         exit_code=exit_code,
@@ -248,17 +220,21 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
         engine={**(harness or {}).get("engine", {}), **facts},
         workloads=(harness or {}).get("workloads", {}) if status == "PASS" else {},
         harness={k: v for k, v in (harness or {}).items() if k not in ("workloads", "engine")},
-    ))
+    )
     record.write(files.results)
     files.harness_output.unlink(missing_ok=True)
-    ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status=status, cause=cause,
+    ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status=status, cause=_json(cause),
               duration_s=round(duration, 2), phases=phases)
     return TaskOutcome(task.task_id, status, cause, files.results, duration, phases)
+
+
+def _json(cause: Cause | None) -> dict | None:
+    return cause.model_dump(by_alias=True) if cause else None
 
 
 def describe(outcome: TaskOutcome) -> str:
     line = f"{outcome.status:4} {outcome.task_id} ({outcome.duration_s:.0f} s"
     line += f": {breakdown_line(outcome.phases)})" if outcome.phases else ")"
     if outcome.cause:
-        line += f" [{outcome.cause['class']}] {outcome.cause['signature']}"
+        line += f" [{outcome.cause.cls}] {outcome.cause.signature}"
     return line

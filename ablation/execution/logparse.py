@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass
+
+from ablation.results.record import Cause
 
 _KV_TOKENS = re.compile(r"KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
@@ -39,17 +40,6 @@ def engine_facts_from_log(text: str) -> dict:
     if m := _ENGINE_VERSION.search(text):
         facts["engine_version_logged"] = m.group(1)
     return facts
-
-
-@dataclass(frozen=True)
-class FailureCause:
-    """Why a task failed: a class users can filter on and the signature from the log."""
-
-    cls: str  # dependency | unsupported-model | oom | runtime-crash | timeout | check-failed | harness-error
-    signature: str
-
-    def as_dict(self) -> dict:
-        return {"class": self.cls, "signature": self.signature}
 
 
 def _classify(signature: str) -> str:
@@ -88,13 +78,13 @@ def error_signature(text: str) -> str | None:
     return chosen[:300] if chosen else None
 
 
-def attribute_failure(log_text: str, exit_code: int | None, timed_out: bool) -> FailureCause:
+def attribute_failure(log_text: str, exit_code: int | None, timed_out: bool) -> Cause:
     if timed_out:
-        return FailureCause("timeout", "timeout: process group killed")
+        return Cause.of("timeout", "timeout: process group killed")
     sig = error_signature(log_text)
     if exit_code is not None and exit_code < 0:
         name = signal.Signals(-exit_code).name if -exit_code in signal.Signals._value2member_map_ else str(-exit_code)
-        return FailureCause("runtime-crash", f"killed by {name}" + (f" after {sig}" if sig else ""))
+        return Cause.of("runtime-crash", f"killed by {name}" + (f" after {sig}" if sig else ""))
     if sig:
-        return FailureCause(_classify(sig), sig)
-    return FailureCause("harness-error", f"exit code {exit_code} with no exception in the log")
+        return Cause.of(_classify(sig), sig)
+    return Cause.of("harness-error", f"exit code {exit_code} with no exception in the log")

@@ -52,8 +52,12 @@ class Machine:
         d["platform"] = self.platform
         return d
 
-    def unmet(self, requires) -> str | None:
-        """Why a scenario's `requires` is not met here, or None if it is."""
+    def unmet(self, requires, tp: int = 1) -> str | None:
+        """Why a scenario's `requires` (and its tensor-parallel degree `tp`) is not met here, or None
+        if it is. The one SKIP rule: the sweep and `ablation scenarios check` both ask this.
+
+        On a CUDA machine tp ranks are GPUs, so a tp larger than the GPU count is SKIP. On a CPU
+        machine tp ranks are processes on CPUs (what `min_cpus` states), so tp is not judged here."""
         why = f" ({requires.reason})" if requires.reason else ""
         if requires.platform and requires.platform != self.platform:
             return f"needs platform {requires.platform}, this machine is {self.platform}{why}"
@@ -65,6 +69,8 @@ class Machine:
             cc = max((g.compute_capability for g in self.gpus), default=0.0)
             if cc < requires.min_compute_capability:
                 return f"needs compute capability >= {requires.min_compute_capability}, this machine has {cc or 'none'}{why}"
+        if self.platform == "cuda" and tp > len(self.gpus):
+            return f"needs {tp} GPUs for tensor-parallel size {tp}, this machine has {len(self.gpus)}"
         return None
 
 

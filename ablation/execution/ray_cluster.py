@@ -32,6 +32,7 @@ from pathlib import Path
 from ablation.errors import AblationError
 from ablation.execution.local import RunContext, Task, TaskOutcome, base_record, describe, run_task
 from ablation.results import layout
+from ablation.results.record import Cause
 from ablation.util.jsonio import append_jsonl, read_jsonl, write_bytes_atomic
 
 NODE_RESOURCE = "ablation_node"
@@ -43,7 +44,7 @@ MAX_NODE_LOST_RETRIES = 1
 class RemoteResult:
     node: str
     status: str
-    cause: dict | None
+    cause: Cause | None
     duration_s: float
     files: dict[str, bytes]  # names inside the task dir -> content
     events: list[dict]
@@ -67,7 +68,7 @@ def _leg_on_node(task: Task, node: str) -> tuple[Task, list[dict], RemoteResult 
         env = builder.ensure(task.stack_file, task.env.variant)
     except (AblationError, OSError) as exc:  # OSError: no room or no permission for the venv here
         log = builder.venv_root / f"{task.env.path.name}.build.log"
-        cause = {"class": "dependency", "signature": f"leg build on node {node[:8]} failed: {exc}"[:400]}
+        cause = Cause.of("dependency", f"leg build on node {node[:8]} failed: {exc}"[:400])
         files = {f"build.{node[:8]}.log": log.read_bytes()} if log.is_file() else {}
         ev = {"event": "leg_build_failed", "ts": time.time(), "task_id": task.task_id, "node": node,
               "leg": task.leg, "error": str(exc)[:400]}
@@ -246,7 +247,7 @@ def run_on_ray(jobs: list[RayJob], address: str, progress) -> list[TaskOutcome]:
                     ctx.log(f"warning: {e['leg']}: the lock built on node {e['node'][:8]} differs from this "
                             f"machine's ({e['node_lock_sha256'][:12]} vs {e['head_lock_sha256'][:12]})")
             if result.status == "FAIL" and files.results.name not in result.files:  # the leg did not build there
-                _record_failure(ctx, task, files, submitted, result.cause["class"], result.cause["signature"])
+                _record_failure(ctx, task, files, submitted, result.cause.cls, result.cause.signature)
             outcome = TaskOutcome(task.task_id, result.status, result.cause, files.results, result.duration_s,
                                   result.phases)
             where = f" on node {result.node[:8]}" + (f" ({job.arch})" if job.arch else "")
@@ -259,10 +260,11 @@ def run_on_ray(jobs: list[RayJob], address: str, progress) -> list[TaskOutcome]:
 def _record_failure(ctx: RunContext, task: Task, files: layout.TaskFiles, submitted: float, cls: str,
                     signature: str) -> TaskOutcome:
     record = base_record(task, ctx, files)
-    cause = {"class": cls, "signature": signature}
+    cause = Cause.of(cls, signature)
     now = time.time()
-    record = record.model_copy(update=dict(status="FAIL", cause=cause, started_at=submitted, finished_at=now,
-                                           duration_s=round(now - submitted, 2), executor="ray"))
+    record = record.updated(status="FAIL", cause=cause, started_at=submitted, finished_at=now,
+                            duration_s=round(now - submitted, 2), executor="ray")
     record.write(files.results)
-    ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status="FAIL", cause=cause)
+    ctx.event("task_end", task_id=task.task_id, attempt=files.attempt, status="FAIL",
+              cause=cause.model_dump(by_alias=True))
     return TaskOutcome(task.task_id, "FAIL", cause, files.results, now - submitted)

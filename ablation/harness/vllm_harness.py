@@ -3,9 +3,9 @@
     <leg venv>/bin/python vllm_harness.py TASK.json
 
 It imports only the standard library and what the leg provides (vllm, torch),
-never the runner's packages, and talks to the runner through JSON files: it
-reads the task, drives vLLM's offline `LLM` API through each workload, checks
-its own output and writes the result JSON atomically to task["output_path"].
+never the runner's packages, and talks to the runner through the protocol declared in
+protocol.py beside it: it reads the task, drives vLLM's offline `LLM` API through each
+workload, checks its own output and writes the result atomically to task["output_path"].
 
 Prompts are token-id lists drawn from a seeded RNG, and every request has a
 fixed output length with ignore_eos, so the work done is identical on every
@@ -16,7 +16,6 @@ num_requests, total_num_tokens, tokens_per_second, avg_latency, latencies).
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import random
@@ -25,7 +24,7 @@ import sys
 import time
 import traceback
 
-SCHEMA = "vllm-ablation/harness/1"
+import protocol  # beside this file: the declared task/result protocol
 
 
 def _dist_version(name: str) -> str | None:
@@ -145,16 +144,6 @@ def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, de
     }
 
 
-def check_workload(r: dict) -> list[str]:
-    """The harness's own checks; any failure makes the task FAIL even on exit 0."""
-    problems = []
-    if r["total_output_tokens"] != r["expected_output_tokens"]:
-        problems.append(f"output tokens {r['total_output_tokens']} != requested {r['expected_output_tokens']}")
-    if not (isinstance(r["value"], float) and math.isfinite(r["value"]) and r["value"] > 0):
-        problems.append(f"metric {r['metric']} is not a positive finite number: {r['value']}")
-    return problems
-
-
 def engine_facts(llm) -> dict:
     """KV cache and scheduler settings as this vLLM version exposes them; None where it doesn't."""
     facts = {}
@@ -211,20 +200,11 @@ def environment() -> dict:
     return env
 
 
-def write_json_atomic(path: str, data: dict) -> None:
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2, allow_nan=True)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def main(task_path: str) -> int:
-    with open(task_path) as f:
-        task = json.load(f)
+    task = protocol.read_task(task_path)
     model = task["model"]
-    result = {"schema": SCHEMA, "task_id": task["task_id"], "started_at": time.time(), "workloads": {}}
+    result = {"started_at": time.time()}
+    workloads: dict[str, dict] = {}
     t0 = time.perf_counter()
     import vllm
     from vllm import LLM, SamplingParams
@@ -260,16 +240,15 @@ def main(task_path: str) -> int:
         # nothing to detokenize with; prompts are token ids either way.
         detokenize = not kwargs.get("skip_tokenizer_init", False)
         r = runner(llm, SamplingParams, name, w, task["seed"], vocab, detokenize)
-        r["checks_failed"] = check_workload(r)
+        r["checks_failed"] = protocol.check_workload(r)
         failures += [f"{name}: {p}" for p in r["checks_failed"]]
-        result["workloads"][name] = r
+        workloads[name] = r
         print(f"[harness] {name}: {r['value']:.4g} {r['unit']} ({r['elapsed_time']:.2f} s)", flush=True)
 
     result["timings"]["workloads_s"] = time.perf_counter() - t2  # warm-ups + timed passes + prompt making
     result["timings"]["total_s"] = time.perf_counter() - t0
-    result["checks"] = {"passed": not failures, "failures": failures}
     result["finished_at"] = time.time()
-    write_json_atomic(task["output_path"], result)
+    protocol.write_json_atomic(task["output_path"], protocol.result_document(task, workloads, failures, **result))
     print(f"[harness] checks {'passed' if not failures else 'FAILED: ' + '; '.join(failures)}", flush=True)
     return 0
 

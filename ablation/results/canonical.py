@@ -129,4 +129,4 @@ def select(rs: ResultSet, canonical: Canonical | None) -> tuple[ResultSet, list[
                 notes.append(f"{_cell_name(cell, cells)}: {len(runs)} runs and no CANONICAL entry; using {run}, "
                              f"excluding {others} (write one with `ablation canonical`)")
         kept += runs[run]
-    return ResultSet(kept, rs.warnings + notes), notes
+    return ResultSet(kept, rs.warnings + notes, rs.invalid), notes

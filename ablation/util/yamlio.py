@@ -81,5 +81,5 @@ def load_yaml_model(path: Path, model: type[M], defaults: dict | None = None) ->
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown field; check the spelling against the README's field list"
+            msg = "unknown field; check the spelling against the field list in docs/stacks.md or docs/scenarios.md"
         raise AblationError(f"{path}: field '{_field_path(err['loc'])}': {msg}{more}") from None
