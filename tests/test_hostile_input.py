@@ -16,12 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FAULT_HARNESS, ONE_TOKEN, REPO, SIX_STACK, fault_env, fault_project, one_line_error, project_argv
+from helpers import FAULT_HARNESS, ONE_TOKEN, REPO, SIX_STACK, fault_env, fault_project, one_line_error, project_argv
 from resultfactory import write_result
 
 from ablation.errors import AblationError
 from ablation.util.jsonio import read_jsonl
 from ablation.util.timestamps import utc_stamp
+
+pytestmark = pytest.mark.uv  # the fault-injection project builds a real (small) leg with uv
 
 
 def cli(project: Path, *args: str, env: dict | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
