@@ -61,7 +61,7 @@ def test_shipped_stacks_pin_the_seed_runtime_table():
         (GOOD.format(leg="x").replace("engine: six", "engine: vllm"), "engine 'vllm' must be pinned"),
         (GOOD.format(leg="other"), "field 'leg': 'other' must equal the file name 'x'"),
         (GOOD.format(leg="x").replace("platform: cpu", "platform: tpu"), "field 'platform'"),
-        (GOOD.format(leg="x") + "patches: [nope.patch]\n", "field 'patches': patches/nope.patch does not exist"),
+        (GOOD.format(leg="x") + "patches: [nope.patch]\n", "field 'patches': nope.patch does not exist in the patches directory"),
         ("- just\n- a list\n", "(top level): expected a mapping"),
     ],
 )

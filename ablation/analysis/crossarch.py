@@ -9,6 +9,7 @@ or cannot happen on one of them (SKIP there).
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from ablation.analysis.tables import MISSING, Table, collect, leg_pairs, pair_label, row_order, status_by_cell
@@ -44,6 +45,8 @@ def speedup_table(a: ResultSet, b: ResultSet, names: tuple[str, str], threshold:
                     continue
                 sa = _speedup(ca[key][x], ca[key][y], kind)
                 sb = _speedup(cb[key][x], cb[key][y], kind)
+                if sa is None or sb is None:
+                    continue  # a value that is not a finite positive number is no speedup
                 divergence = max(sa, sb) / min(sa, sb)
                 if flagged_only and divergence <= threshold:
                     continue
@@ -59,9 +62,13 @@ def speedup_table(a: ResultSet, b: ResultSet, names: tuple[str, str], threshold:
     return table
 
 
-def _speedup(old: list[float], new: list[float], kind: str) -> float:
+def _speedup(old: list[float], new: list[float], kind: str) -> float | None:
+    """new/old throughput or old/new latency; None unless both medians are finite and positive."""
+    if not all(math.isfinite(v) and v > 0 for v in (*old, *new)):
+        return None
     mo, mn = statistics.median(old), statistics.median(new)
-    return mn / mo if kind == "throughput" else mo / mn
+    s = mn / mo if kind == "throughput" else mo / mn
+    return s if math.isfinite(s) and s > 0 else None
 
 
 def _verdict(sa: str, sb: str, names: tuple[str, str]) -> str:

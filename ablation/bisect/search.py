@@ -47,11 +47,52 @@ class Probe:
 
 
 def parse_threshold(text: str) -> float:
-    m = re.fullmatch(r"\s*([0-9.]+)\s*(%?)\s*", text)
+    """A regression size as a fraction: '5%' or '0.05'. A bare number above 1 ('5') is refused:
+    it could mean 5% or 500%, and read as 500% nothing could ever regress."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*(%?)\s*", text)
     if not m:
-        raise AblationError(f"--threshold: '{text}' is not a number or percentage (e.g. 5%)")
+        raise AblationError(f"--threshold: '{text}' is not a percentage or a fraction; write 5% or 0.05")
     value = float(m.group(1))
-    return value / 100 if m.group(2) else value
+    if m.group(2):
+        if not 0 < value < 100:
+            raise AblationError(f"--threshold: {text.strip()} must be between 0% and 100% (exclusive)")
+        return value / 100
+    if value >= 1:
+        raise AblationError(f"--threshold: '{text.strip()}' is ambiguous; write {text.strip()}% for a "
+                            f"percentage or a fraction below 1 (0.05 for 5%)")
+    if value <= 0:
+        raise AblationError(f"--threshold: '{text.strip()}' must be above 0; write e.g. 5% or 0.05")
+    return value
+
+
+def parse_releases(text: str) -> list[str]:
+    """--releases: comma-separated versions; anything that is not a version is refused, not skipped."""
+    releases = [v.strip() for v in text.split(",") if v.strip()]
+    if not releases:
+        raise AblationError("--releases: no release given; write e.g. 0.28.0,0.29.0")
+    for v in releases:
+        try:
+            Version(v)
+        except InvalidVersion:
+            raise AblationError(f"--releases: '{v}' is not a version (e.g. 0.29.0)") from None
+        if not re.fullmatch(r"[0-9A-Za-z._-]{1,64}", v):  # it names a derived leg: no '+' (variants), no '!'
+            raise AblationError(f"--releases: '{v}' is not a public release version (e.g. 0.29.0)")
+    return releases
+
+
+def new_bisect_dir(out_root: Path) -> Path:
+    """<out_root>/<utc id>, or <utc id>-2, -3, ... when one was made in the same second: never
+    someone else's directory, never a FileExistsError."""
+    stamp = utc_stamp("id")
+    out_root.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        path = out_root / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise AblationError(f"--out: {out_root} already holds 1000 bisects started at {stamp}")
 
 
 def index_versions(dist: str, sf: StackFile) -> list[str]:
@@ -68,7 +109,10 @@ def index_versions(dist: str, sf: StackFile) -> list[str]:
 
 def releases_between(versions: list[str], good: str, bad: str) -> list[str]:
     """Final releases strictly between good and bad, oldest first."""
-    lo, hi = Version(good), Version(bad)
+    try:
+        lo, hi = Version(good), Version(bad)
+    except InvalidVersion as exc:
+        raise AblationError(f"--good/--bad: the engine pin is not a version ordering releases ({exc})") from None
     if lo >= hi:
         raise AblationError(f"--good {good} is not older than --bad {bad}")
     keep = []
@@ -191,6 +235,7 @@ def setup_bisect(stacks: StackDir, patches_dir: Path, *, target: str, good: str,
                  wait: bool, harness: Path | None) -> BisectSetup:
     """Validate the request, then lay out <out_root>/<utc id>/ with copies of the two stacks and
     the patches (derived stacks are written beside them), and the sub-table."""
+    threshold_value = parse_threshold(threshold)  # every refusal before a directory is made
     model_id, sep, workload = target.rpartition("/")
     if not sep or not model_id:
         raise AblationError(f"--scenario: '{target}' must be MODEL/WORKLOAD (e.g. tiny-llama-2L/mixed)")
@@ -202,18 +247,19 @@ def setup_bisect(stacks: StackDir, patches_dir: Path, *, target: str, good: str,
     if good_sf.stack.engine != bad_sf.stack.engine:
         raise AblationError(f"--good {good} and --bad {bad} pin different engines "
                             f"({good_sf.stack.engine}, {bad_sf.stack.engine})")
-    versions = ([v.strip() for v in releases.split(",")] if releases
-                else index_versions(good_sf.stack.engine, good_sf))
+    versions = parse_releases(releases) if releases else index_versions(good_sf.stack.engine, good_sf)
     between = releases_between(versions, good_sf.stack.engine_version, bad_sf.stack.engine_version)
-    out_dir = out_root / utc_stamp("id")
-    (out_dir / "stacks").mkdir(parents=True)
+    if out_root.exists() and not out_root.is_dir():
+        raise AblationError(f"--out: {out_root} is a file; give a directory")
+    out_dir = new_bisect_dir(out_root)
+    (out_dir / "stacks").mkdir()
     (out_dir / "patches").mkdir()
     if patches_dir.is_dir():
         shutil.copytree(patches_dir, out_dir / "patches", dirs_exist_ok=True)
     for sf in (good_sf, bad_sf):
         shutil.copy(sf.path, out_dir / "stacks" / sf.path.name)
     plan = BisectPlan(spec.id, workload, good, bad, metric or scenarios.table.workloads[workload].kind,
-                      parse_threshold(threshold), repeats, out_dir, wait,
+                      threshold_value, repeats, out_dir, wait,
                       harness.resolve() if harness else None)
     return BisectSetup(plan, good_sf, bad_sf, between, sub_table(scenarios, spec.id, workload, out_dir))
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ablation.errors import AblationError
+from ablation.errors import AblationError, one_line
 
 REPO = Path(__file__).resolve().parent.parent.parent
 
@@ -19,16 +19,28 @@ def one_line_errors(fn):
         try:
             return fn(*args, **kwargs)
         except AblationError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {one_line(str(exc))}", err=True)
             sys.exit(2)
 
     return wrapper
 
 
+def positive_seconds(value: float | None, option: str, allow_zero: bool = False) -> float | None:
+    """A duration option: finite and > 0 (>= 0 where zero means something), else one error line."""
+    import math
+
+    if value is None:
+        return None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise AblationError(f"{option}: {value} is not a number of seconds; give a finite number "
+                            f"{'>= 0' if allow_zero else '> 0'}")
+    return value
+
+
 def _stacks(ctx):
     from ablation.spec.stacks import StackDir
 
-    return StackDir(root=ctx.obj["stacks_dir"])
+    return StackDir(root=ctx.obj["stacks_dir"], patches_dir=ctx.obj["patches_dir"])
 
 
 def _builder(ctx):

@@ -38,7 +38,7 @@ def bisect(ctx, target, good, bad, scenario_path, metric, threshold, repeats, re
     b = setup_bisect(_stacks(ctx), ctx.obj["patches_dir"], target=target, good=good, bad=bad,
                      scenario_path=scenario_path, metric=metric, threshold=threshold, repeats=repeats,
                      releases=releases, out_root=out_root, wait=wait, harness=harness)
-    sweep = Sweep(StackDir(root=b.plan.out_dir / "stacks"), _builder(ctx), default_models_root(), probe(), log=echo)
+    sweep = Sweep(StackDir(root=b.plan.out_dir / "stacks", patches_dir=ctx.obj["patches_dir"]), _builder(ctx), default_models_root(), probe(), log=echo)
     echo(f"[bisect] {len(b.between)} release(s) between {good} and {bad}: {', '.join(b.between) or 'none'}")
     summary = Bisector(sweep, log=echo).run(b.plan, b.good, b.bad, b.between, b.table)
     click.echo(render_summary(summary))

@@ -50,6 +50,25 @@ BRIDGE_OPT = click.option("--bridge", default=None,
                           help="also chain ratios across machines through this leg (both ran it); labelled as such")
 
 
+def _threshold_option(threshold: float) -> float:
+    import math
+
+    if not (math.isfinite(threshold) and threshold >= 1):
+        raise AblationError(f"--threshold: {threshold} is not a factor >= 1 (e.g. 1.25: speedups that differ by 25%)")
+    return threshold
+
+
+def _names_option(names: str | None) -> tuple[str, ...] | None:
+    """--names A,B: labels that become table columns, so no '|' and no control character."""
+    if names is None:
+        return None
+    labels = tuple(x.strip() for x in names.split(",", 1))
+    if any(not x or "|" in x or not x.isprintable() or len(x) > 100 for x in labels):
+        raise AblationError(f"--names: '{names.encode('unicode_escape').decode()}' must be two labels A,B of "
+                            "printable characters without '|'")
+    return labels
+
+
 def _bridge_option(bridge: str | None, rs) -> str | None:
     if bridge and bridge not in rs.legs():
         raise AblationError(f"--bridge: '{bridge}' is not a leg in these results ({', '.join(rs.legs())})")
@@ -85,6 +104,8 @@ def canonical(results_root: Path, force: bool):
     from ablation.results.store import load_results
 
     path = results_root / FILENAME
+    if path.is_dir() or (path.exists() and not path.is_file()):
+        raise AblationError(f"{path} is a directory, not a file; move it away to write {FILENAME}")
     if path.exists() and not force:
         raise AblationError(f"{path} exists and may hold hand edits; pass --force to regenerate it")
     rs = load_results([results_root])
@@ -110,8 +131,9 @@ def compare_arch(a, b, names, threshold, allow_mismatch, all_rows):
     from ablation.analysis.crossarch import check_same_table, failure_attribution, speedup_table
     from ablation.results.machines import machine_name
 
+    threshold, given = _threshold_option(threshold), _names_option(names)
     ra, rb = _load_selected((a,), None), _load_selected((b,), None)
-    labels = tuple(names.split(",", 1)) if names else (machine_name(ra), machine_name(rb))
+    labels = given or (machine_name(ra), machine_name(rb))
     if len(labels) != 2 or labels[0] == labels[1]:
         labels = (f"A: {labels[0]}", f"B: {labels[-1]}")
     for line in check_same_table(ra, rb, labels, allow_mismatch):
@@ -138,13 +160,14 @@ def report(paths, out_dir, other, names, threshold, legs, baseline, bridge, cano
     from ablation.report.write import ReportInput, write_report
     from ablation.results.machines import machine_name
 
+    threshold, given = _threshold_option(threshold), _names_option(names)
     rs = _load_selected(paths, canonical_path)
     chosen = _legs_option(legs, rs)
     inp = ReportInput(rs, chosen, _baseline_option(baseline, chosen), threshold=threshold,
                       bridge=_bridge_option(bridge, rs))
     if other:
         inp.other = _load_selected((other,), None)
-        labels = tuple(names.split(",", 1)) if names else (machine_name(rs), machine_name(inp.other))
+        labels = given or (machine_name(rs), machine_name(inp.other))
         inp.names = labels if len(labels) == 2 and labels[0] != labels[1] else ("this machine", "other machine")
         rs.warnings.extend(check_same_table(rs, inp.other, inp.names, allow_mismatch=False))
     for w in rs.warnings:

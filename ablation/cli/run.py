@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ablation.cli.app import _builder, _stacks, main, one_line_errors
+from ablation.cli.app import _builder, _stacks, main, one_line_errors, positive_seconds
 from ablation.errors import AblationError
 
 # Options that `run` and `bisect` share (both start sweeps).
@@ -26,7 +26,7 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @click.option("--resume", "resume_id", default=None, help="continue run RUN: redo only unfinished tasks")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(1))
 @click.option("--timeout", "timeout_s", type=float, default=None, help="per-task timeout override (s)")
-@click.option("--stop-after", "stop_after_s", type=click.FloatRange(min=0), default=None,
+@click.option("--stop-after", "stop_after_s", type=float, default=None,
               help="start no task that, judged by the longest task so far, would end later than this many "
                    "seconds after the start (a leased machine); finish with --resume")
 @WAIT_OPT
@@ -45,8 +45,14 @@ def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, time
     from ablation.execution.machine import probe
     from ablation.execution.sweep import Sweep, SweepOptions
     from ablation.modeldirs.prepare import default_models_root
+    from ablation.spec import identifiers
     from ablation.spec.scenarios import load_scenarios
 
+    for option, value in (("--run-id", run_id), ("--resume", resume_id)):
+        if value is not None:
+            identifiers.check(identifiers.run_id, value, option)
+    positive_seconds(timeout_s, "--timeout")
+    positive_seconds(stop_after_s, "--stop-after", allow_zero=True)
     scenarios = load_scenarios(scenario_path)
     if resume_id and run_id and resume_id != run_id:
         raise AblationError("--resume and --run-id name different runs; give one")

@@ -21,8 +21,14 @@ def stacks():
 def stacks_list(ctx):
     """One line per leg: engine, platform, and whether its venv is built."""
     sd, builder = _stacks(ctx), _builder(ctx)
+    from ablation.errors import AblationError
+
     for leg in sd.legs():
-        sf = sd.load(leg)
+        try:
+            sf = sd.load(str(sd.root / f"{leg}.yaml"))  # by path: a refusal names the file
+        except AblationError as exc:  # one bad file does not hide the other legs
+            click.echo(f"warning: {exc}; not listed", err=True)
+            continue
         s = sf.stack
         built = "built" if builder.existing(sf) else "not built"
         variants = f" variants: {', '.join(o.name for o in s.overrides)}" if s.overrides else ""
@@ -55,12 +61,16 @@ def stacks_env(ctx, leg: str):
     import shlex
 
     from ablation.envs.environment import leg_process_env, without_runner_python
+    from ablation.spec import identifiers
 
     sd, builder = _stacks(ctx), _builder(ctx)
     sf = sd.load(leg)
     env = without_runner_python({**sf.stack.env, **leg_process_env(builder.path_for(sf.leg))})
-    for name, value in env.items():
-        click.echo(f"export {name}={shlex.quote(value)}")
+    lines = []
+    for name, value in env.items():  # names are POSIX names (checked at load and here); values quoted
+        identifiers.check(identifiers.env_name, name, f"{sf.path}: field 'env'")
+        lines.append(f"export {name}={shlex.quote(value)}")
+    click.echo("\n".join(lines))
 
 
 @stacks.command("build")
@@ -75,7 +85,7 @@ def stacks_build(ctx, legs, variant, all_variants, force):
     sd, builder = _stacks(ctx), _builder(ctx)
     for leg in legs:
         sf = sd.load(leg)
-        variants = [variant] if variant else [None]
+        variants = [variant] if variant is not None else [None]  # --variant '' is refused, not the base venv
         if all_variants:
             variants += [o.name for o in sf.stack.overrides]
         for v in variants:

@@ -26,7 +26,8 @@ from filelock import FileLock
 from ablation.envs.environment import leg_env
 from ablation.envs.installers import Installer, find_installer
 from ablation.errors import AblationError
-from ablation.spec.stacks import StackFile, stack_fingerprint
+from ablation.spec import identifiers
+from ablation.spec.stacks import StackFile, patch_path, stack_fingerprint
 from ablation.util.paths import cache_path
 from ablation.util.timestamps import utc_stamp
 
@@ -40,7 +41,9 @@ def default_venv_root() -> Path:
 
 
 def venv_name(leg: str, variant: str | None) -> str:
-    return leg if variant is None else f"{leg}+{variant}"
+    """<leg>[+<variant>]: both checked, so the name is one folder inside the venv root."""
+    name = identifiers.check(identifiers.leg_name, leg, "leg")
+    return name if variant is None else f"{name}+{identifiers.check(identifiers.variant_name, variant, 'variant')}"
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,18 @@ class VenvBuilder:
     def path_for(self, leg: str, variant: str | None = None) -> Path:
         return self.venv_root / venv_name(leg, variant)
 
+    def _remove_venv(self, path: Path) -> None:
+        """Delete a leg's venv: only a folder proven to lie inside the venv root, never the root
+        itself or anything above it (a leg named '.' or '..' once removed every venv and models)."""
+        root = self.venv_root.resolve()
+        target = path.resolve() if not path.is_symlink() else path.parent.resolve() / path.name
+        if target == root or not target.is_relative_to(root) or target.parent != root:
+            raise AblationError(f"refusing to delete {path}: not a leg venv inside {self.venv_root}")
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+
     def existing(self, sf: StackFile, variant: str | None = None) -> LegEnv | None:
         """The venv if it is complete and matches the stack file, else None."""
         path = self.path_for(sf.leg, variant)
@@ -126,6 +141,8 @@ class VenvBuilder:
         One build of a venv at a time on this machine: two runners building the same leg at
         once deleted each other's files (seen: a failed install, a lost build.log). The second
         waits, then finds the first one's venv up to date."""
+        if variant is not None:
+            sf.stack.variant(variant)  # an unknown variant is refused before anything is created
         self.venv_root.mkdir(parents=True, exist_ok=True)
         with FileLock(str(self.venv_root / f"{venv_name(sf.leg, variant)}.build.lock")):
             if not force:
@@ -170,8 +187,8 @@ class VenvBuilder:
         name = venv_name(sf.leg, variant)
         self.log(f"[stacks] {name}: building in {path}")
         started = time.time()
-        if path.exists():
-            shutil.rmtree(path)
+        if path.exists() or path.is_symlink():
+            self._remove_venv(path)
         self.venv_root.mkdir(parents=True, exist_ok=True)
         pins = s.resolved_pins(variant)
         build_log = self.venv_root / f"{name}.build.log"
@@ -240,7 +257,8 @@ class VenvBuilder:
             for argv in self.installer.after_install(python, list(s.exclude)):
                 subprocess.run(argv, capture_output=True, env=leg_env())
         except AblationError:
-            shutil.rmtree(path, ignore_errors=True)
+            if path.exists():
+                self._remove_venv(path)
             raise
         finally:
             req.unlink(missing_ok=True)
@@ -300,7 +318,10 @@ class VenvBuilder:
             return applied
         site = _site_packages(python)
         for name in sf.stack.patches:
-            patch_file = self.patches_dir / name
+            patch_file = patch_path(self.patches_dir, name)
+            if patch_file is None:
+                raise AblationError(f"{sf.path}: field 'patches': {name} is not a file in the patches directory "
+                                    f"{self.patches_dir}")
             self._run(["patch", "-p1", "--forward", "-d", str(site), "-i", str(patch_file)], log_file, "patches", sf)
             applied.append({"file": name, "sha256": hashlib.sha256(patch_file.read_bytes()).hexdigest()})
         return applied

@@ -20,6 +20,7 @@ from ablation.execution.plan import Planner, Resolved, SweepOptions, leg_order, 
 from ablation.execution.progress import sweep_progress
 from ablation.execution.run_record import check_resume_matches, environment_warnings, write_manifest
 from ablation.results import layout
+from ablation.spec import identifiers
 from ablation.spec.stacks import StackDir
 
 __all__ = ["Sweep", "SweepOptions", "leg_order"]
@@ -41,12 +42,9 @@ class Sweep:
         """Run (or resume) the sweep; returns its run directory (for several architectures, the
         results root that holds their `<run-id>@<arch>` directories) and every outcome."""
         run_id = opts.run_id or new_run_id()
+        identifiers.check(identifiers.run_id, run_id, "--resume" if opts.resume else "--run-id")
         runs = self._run_dirs(opts, run_id)
-        for rid, run_dir, _ in runs:  # cheap checks first: nothing is prepared for a run that cannot start
-            if opts.resume and not layout.events_file(run_dir).is_file():
-                raise AblationError(f"cannot resume run '{rid}': {layout.events_file(run_dir)} does not exist")
-            if not opts.resume and layout.events_file(run_dir).exists():
-                raise AblationError(f"run '{rid}' already exists in {run_dir}; pass --resume {run_id} to continue it")
+        self._check_run_dirs(opts, run_id, runs)  # cheap checks first: nothing is prepared for a run that cannot start
         machines = None
         if opts.archs:  # judge `requires` on each architecture's own nodes, not on the head
             from ablation.execution.ray_cluster import arch_machines
@@ -58,11 +56,23 @@ class Sweep:
             for _, run_dir, _ in runs:
                 check_resume_matches(run_dir, opts)
         with host_lock(opts.lock_path, run_id, opts.wait_for_lock, log=self.log):
+            # Again under the lock: a second sweep with the same --run-id that waited behind the
+            # first would otherwise pass the check above and re-run every task into its directory.
+            self._check_run_dirs(opts, run_id, runs)
             started = time.monotonic()
             outcomes = self._run_locked(opts, runs, resolved)
             share = timed_share([o.phases for o in outcomes], time.monotonic() - started)
             self.log(f"[run {run_id}] {share} (venv checks, engine starts, warm-ups and teardown are the rest)")
             return (runs[0][1] if len(runs) == 1 and not opts.archs else opts.results_root), outcomes
+
+    @staticmethod
+    def _check_run_dirs(opts: SweepOptions, run_id: str, runs: list[tuple[str, Path, str | None]]) -> None:
+        for rid, run_dir, _ in runs:
+            identifiers.check(identifiers.run_id, rid, "--run-id")
+            if opts.resume and not layout.events_file(run_dir).is_file():
+                raise AblationError(f"cannot resume run '{rid}': {layout.events_file(run_dir)} does not exist")
+            if not opts.resume and layout.events_file(run_dir).exists():
+                raise AblationError(f"run '{rid}' already exists in {run_dir}; pass --resume {run_id} to continue it")
 
     def _run_dirs(self, opts: SweepOptions, run_id: str) -> list[tuple[str, Path, str | None]]:
         """(run id, run dir, architecture or None) of each run this sweep writes: one, or one per

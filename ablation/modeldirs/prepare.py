@@ -33,7 +33,7 @@ def prepare_model(spec: ModelSpec, scenarios: ScenarioFile, models_root: Path) -
         if stamp.is_file() and json.loads(stamp.read_text()).get("seed") == src.seed:
             digest = model_digest(path)
         else:
-            digest = make_tiny_llama(path, seed=src.seed)
+            digest = make_tiny_llama(path, seed=src.seed, tool_owned=True)
         return PreparedModel(path, digest, src.model_dump(exclude_none=True))
     path = Path(src.path)
     if not path.is_absolute():

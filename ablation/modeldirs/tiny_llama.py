@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
+import shutil
 import struct
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,6 +35,10 @@ class TinyLlamaShape:
 
 
 SPECIAL_TOKENS = ("<unk>", "<s>", "</s>")
+MARKER = "ABLATION_TINY_MODEL.json"  # written last: the directory is a complete model of ours
+# Every file the generator writes, and the only ones it ever replaces or removes.
+OWN_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+             "tokenizer_config.json", "special_tokens_map.json", MARKER)
 
 
 def _config(shape: TinyLlamaShape) -> dict:
@@ -179,19 +185,52 @@ def model_digest(model_dir: Path) -> str:
     return h.hexdigest()
 
 
-def make_tiny_llama(out_dir: Path, seed: int = 0, shape: TinyLlamaShape = TinyLlamaShape()) -> str:
-    """Write the checkpoint into out_dir (replacing it) and return its digest."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in out_dir.iterdir():
-        if stale.is_file():
-            stale.unlink()
-    (out_dir / "config.json").write_text(json.dumps(_config(shape), indent=2, sort_keys=True))
-    (out_dir / "generation_config.json").write_text(
-        json.dumps({"bos_token_id": 1, "eos_token_id": 2, "do_sample": False}, indent=2)
-    )
-    write_safetensors(out_dir / "model.safetensors", _weights(shape, seed))
-    _train_tokenizer(out_dir, shape, seed)
-    (out_dir / "ABLATION_TINY_MODEL.json").write_text(
-        json.dumps({"generator": "ablation.tinymodel", "seed": seed, "shape": asdict(shape)}, indent=2)
-    )
-    return model_digest(out_dir)
+def _check_target(out_dir: Path, tool_owned: bool) -> None:
+    """The generator writes into a new or empty directory, or one it wrote before (its marker, and
+    no file of anyone else's). Anything else is refused: it never deletes a file it did not write.
+    `tool_owned`: a folder of the tool's own models root, where a generator killed mid-write may
+    have left some of its files and no marker."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AblationError(f"{out_dir}: is a file; give a directory for the model")
+    if not out_dir.is_dir():
+        return
+    names = sorted(p.name for p in out_dir.iterdir())
+    if not names:
+        return
+    foreign = [n for n in names if n not in OWN_FILES]
+    if not (out_dir / MARKER).is_file() and not (tool_owned and not foreign):
+        raise AblationError(f"{out_dir}: not empty and holds no {MARKER}, so make-tiny-model did not write it; "
+                            "give a new or empty directory (nothing was changed)")
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise AblationError(f"{out_dir}: holds files make-tiny-model did not write ({shown}); move them away "
+                            "or give another directory (nothing was changed)")
+
+
+def make_tiny_llama(out_dir: Path, seed: int = 0, shape: TinyLlamaShape = TinyLlamaShape(),
+                    tool_owned: bool = False) -> str:
+    """Write the checkpoint into out_dir and return its digest. The files are made in a staging
+    folder beside it and moved in (the marker last); only the generator's own files are replaced."""
+    _check_target(out_dir, tool_owned)
+    target = out_dir.resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.parent / f".{target.name}.tiny-model-tmp-{os.getpid()}"
+    staging.mkdir()
+    try:
+        (staging / "config.json").write_text(json.dumps(_config(shape), indent=2, sort_keys=True))
+        (staging / "generation_config.json").write_text(
+            json.dumps({"bos_token_id": 1, "eos_token_id": 2, "do_sample": False}, indent=2)
+        )
+        write_safetensors(staging / "model.safetensors", _weights(shape, seed))
+        _train_tokenizer(staging, shape, seed)
+        (staging / MARKER).write_text(
+            json.dumps({"generator": "ablation.tinymodel", "seed": seed, "shape": asdict(shape)}, indent=2)
+        )
+        target.mkdir(exist_ok=True)
+        (target / MARKER).unlink(missing_ok=True)  # until the new one is in, the directory is incomplete
+        for name in OWN_FILES:  # the marker last: a directory with it is complete
+            if (staging / name).is_file():
+                os.replace(staging / name, target / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # the staging folder this call made, nothing else
+    return model_digest(target)

@@ -9,13 +9,13 @@ single-request, fixed-batch-32); their parameters live in the table, not in code
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ablation.errors import AblationError
+from ablation.spec import identifiers
 from ablation.util.yamlio import load_yaml_model
 
 
@@ -24,8 +24,8 @@ class LengthRange(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    min: int = Field(ge=1)
-    max: int = Field(ge=1)
+    min: int = Field(ge=1, le=identifiers.MAX_TOKENS)
+    max: int = Field(ge=1, le=identifiers.MAX_TOKENS)
 
     @model_validator(mode="after")
     def _ordered(self) -> "LengthRange":
@@ -40,10 +40,10 @@ class ThroughputWorkload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["throughput"]
-    num_prompts: int = Field(ge=1)
+    num_prompts: int = Field(ge=1, le=identifiers.MAX_COUNT)
     input_len: LengthRange
-    output_len: int = Field(ge=1)
-    num_iters: int = Field(1, ge=1, description="timed passes in one process; the median is reported")
+    output_len: int = Field(ge=1, le=identifiers.MAX_TOKENS)
+    num_iters: int = Field(1, ge=1, le=identifiers.MAX_ITERS, description="timed passes in one process; the median is reported")
 
 
 class LatencyWorkload(BaseModel):
@@ -52,11 +52,11 @@ class LatencyWorkload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["latency"]
-    batch_size: int = Field(ge=1)
-    input_len: int = Field(ge=1)
-    output_len: int = Field(ge=1)
-    num_iters: int = Field(3, ge=1)
-    num_iters_warmup: int = Field(1, ge=0)
+    batch_size: int = Field(ge=1, le=identifiers.MAX_COUNT)
+    input_len: int = Field(ge=1, le=identifiers.MAX_TOKENS)
+    output_len: int = Field(ge=1, le=identifiers.MAX_TOKENS)
+    num_iters: int = Field(3, ge=1, le=identifiers.MAX_ITERS)
+    num_iters_warmup: int = Field(1, ge=0, le=identifiers.MAX_ITERS)
 
 
 Workload = Annotated[Union[ThroughputWorkload, LatencyWorkload], Field(discriminator="kind")]
@@ -68,8 +68,8 @@ class Requires(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     platform: Literal["cpu", "cuda"] | None = None
-    min_compute_capability: float | None = None
-    min_gpus: int | None = None
+    min_compute_capability: float | None = Field(None, ge=0, le=100, allow_inf_nan=False)
+    min_gpus: int | None = Field(None, ge=0, le=identifiers.MAX_GPUS)
     min_cpus: int | None = Field(None, ge=1, description="CPUs the task may run on (its affinity), e.g. for tp on CPU")
     reason: str | None = Field(None, description="why, in the words the SKIP line will use")
 
@@ -95,22 +95,25 @@ class ModelSpec(BaseModel):
 
     id: str = Field(min_length=1)
     source: ModelSource
-    tp: int = Field(1, ge=1)
+    tp: int = Field(1, ge=1, le=identifiers.MAX_GPUS)
     dtype: str = "auto"
     load_format: str = "auto"
-    max_model_len: int | None = None
+    max_model_len: int | None = Field(None, ge=1, le=identifiers.MAX_TOKENS)
     engine_args: dict = Field(default_factory=dict, description="passed verbatim to vllm.LLM")
     engine_env: dict[str, str] = Field(default_factory=dict,
                                        description="environment for the harness and vLLM, the same on every leg "
                                                    "(e.g. VLLM_ENABLE_V1_MULTIPROCESSING); recorded with the spec")
     requires: Requires = Field(default_factory=Requires)
     workloads: list[str] = Field(min_length=1)
-    timeout_s: float | None = Field(None, gt=0)
+    timeout_s: float | None = Field(None, gt=0, allow_inf_nan=False)
+
+    _id = field_validator("id")(identifiers.model_id)
+    _engine_env = field_validator("engine_env")(identifiers.env_names)
 
     @property
     def slug(self) -> str:
-        """A directory name for the model: 'org/name' -> 'org__name'."""
-        return re.sub(r"[^A-Za-z0-9._-]", "_", self.id.replace("/", "__"))
+        """A directory name for the model: 'org/name' -> 'org__name' (ids are checked to be safe)."""
+        return identifiers.model_folder(self.id)
 
 
 class ScenarioTable(BaseModel):
@@ -119,15 +122,23 @@ class ScenarioTable(BaseModel):
     name: str
     description: str = ""
     seed: int = 0
-    timeout_s: float = Field(1800, gt=0)
+    timeout_s: float = Field(1800, gt=0, allow_inf_nan=False)
     workloads: dict[str, Workload] = Field(min_length=1)
     models: list[ModelSpec] = Field(min_length=1)
+
+    @field_validator("workloads")
+    @classmethod
+    def _workload_names(cls, v: dict) -> dict:
+        for name in v:
+            identifiers.workload_name(name)
+        return v
 
     @model_validator(mode="after")
     def _references(self) -> "ScenarioTable":
         ids = [m.id for m in self.models]
         if len(ids) != len(set(ids)):
             raise ValueError("model ids must be unique")
+        identifiers.unique_model_folders(ids)
         for i, m in enumerate(self.models):
             for w in m.workloads:
                 if w not in self.workloads:

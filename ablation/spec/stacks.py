@@ -17,13 +17,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ablation.errors import AblationError
+from ablation.spec import identifiers
 from ablation.util.yamlio import load_yaml_model
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # An exact version, optionally with a local label (2.13.0+cpu). No operators: a
 # range would make two builds of one leg resolve differently.
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.!+_-]*$")
-_SLUG = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
 def _check_pins(pins: dict[str, str]) -> dict[str, str]:
@@ -48,9 +48,7 @@ class Override(BaseModel):
     @field_validator("name")
     @classmethod
     def _slug(cls, v: str) -> str:
-        if not _SLUG.match(v):
-            raise ValueError("use lowercase letters, digits, '.', '_' or '-'")
-        return v
+        return identifiers.variant_name(v)
 
     @field_validator("pins")
     @classmethod
@@ -85,6 +83,21 @@ class Stack(BaseModel):
     @classmethod
     def _exact_pins(cls, v: dict[str, str]) -> dict[str, str]:
         return _check_pins(v)
+
+    @field_validator("leg")
+    @classmethod
+    def _leg_name(cls, v: str) -> str:
+        return identifiers.leg_name(v)
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        return identifiers.env_names(v)
+
+    @field_validator("patches")
+    @classmethod
+    def _patch_names(cls, v: list[str]) -> list[str]:
+        return [identifiers.patch_name(p) for p in v]
 
     @model_validator(mode="after")
     def _consistent(self) -> "Stack":
@@ -148,13 +161,39 @@ class StackFile(BaseModel):
         return self.stack.leg
 
 
-def load_stack_file(path: Path) -> StackFile:
+def default_patches_dir(stack_path: Path) -> Path:
+    """A project's patches/ beside its stacks/ (the CLI's default --patches-dir is the repo's)."""
+    return stack_path.parent.parent / "patches"
+
+
+def patch_path(patches_dir: Path, name: str) -> Path | None:
+    """The patch file `name` inside `patches_dir`, or None if there is none there. Resolved, so
+    neither '..' nor a symlink can reach outside the patches directory."""
+    root = patches_dir.resolve()
+    path = (root / name).resolve()
+    if path == root or not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path
+
+
+def load_stack_file(path: Path, patches_dir: Path | None = None) -> StackFile:
+    """A stack file, checked. Its patches are looked up in `patches_dir` -- the directory the
+    venv builder applies them from (`--patches-dir`); default: patches/ beside stacks/."""
+    patches_dir = patches_dir if patches_dir is not None else default_patches_dir(path)
+    try:
+        identifiers.leg_name(path.stem)
+    except ValueError as exc:
+        raise AblationError(f"{path}: the file name is the leg name: {exc}") from None
     stack = load_yaml_model(path, Stack, defaults={"leg": path.stem})
     if stack.leg != path.stem:
         raise AblationError(f"{path}: field 'leg': '{stack.leg}' must equal the file name '{path.stem}'")
     for patch in stack.patches:
-        if not (path.parent.parent / "patches" / patch).is_file():
-            raise AblationError(f"{path}: field 'patches': patches/{patch} does not exist")
+        if patch_path(patches_dir, patch) is None:
+            beside = default_patches_dir(path)
+            hint = (f"; there is one in {beside}: pass --patches-dir {beside}"
+                    if beside.resolve() != patches_dir.resolve() and patch_path(beside, patch) else "")
+            raise AblationError(f"{path}: field 'patches': {patch} does not exist in the patches directory "
+                                f"{patches_dir}{hint}")
     return StackFile(path=path, stack=stack, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
 
 
@@ -162,6 +201,7 @@ class StackDir(BaseModel):
     """The stacks/ directory: leg name -> file."""
 
     root: Path
+    patches_dir: Path | None = None  # where the builder takes patches from; None: patches/ beside root
 
     def legs(self) -> list[str]:
         return sorted(p.stem for p in self.root.glob("*.yaml"))
@@ -174,12 +214,16 @@ class StackDir(BaseModel):
             if not path.is_file():
                 raise AblationError(f"unknown leg '{leg}': {path} is not a file; give a leg name "
                                     f"({', '.join(self.legs()) or 'none'}) or a stack file's path")
-            return load_stack_file(path)
+            return load_stack_file(path, self.patches_dir)
+        try:
+            identifiers.leg_name(leg)
+        except ValueError as exc:
+            raise AblationError(f"--leg: {exc}") from None
         path = self.root / f"{leg}.yaml"
         if not path.is_file():
             known = ", ".join(self.legs()) or "none"
             raise AblationError(f"unknown leg '{leg}': no {path} (known legs: {known}); add a stack file to define it")
-        return load_stack_file(path)
+        return load_stack_file(path, self.patches_dir)
 
 
 def stack_fingerprint(sf: StackFile, variant: str | None, patches_dir: Path) -> str:
