@@ -87,6 +87,8 @@ def test_a_value_that_is_not_a_measurement_is_invalid_never_a_ratio(tmp_path, ba
     ({"leg": "0.28-cpu"}, "differs from its folder 0.29-cpu/m"),
     ({"schema": "vllm-ablation/result/9"}, "field 'schema': unknown schema 'vllm-ablation/result/9'"),
     ({"workloads": {"mixed": {"kind": "throughputish", "value": 1.0}}}, "'workloads.mixed.kind'"),
+    ({"model_id": "m | injected\n| row"}, "'model_id'"),  # would break the Markdown tables
+    ({"workloads": {"a|b": {"kind": "throughput", "value": 1.0}}}, "'workloads'"),
 ])
 def test_an_inconsistent_record_is_named_and_counted_invalid(tmp_path, change, field):
     run = tmp_path / "r"

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_serializer
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_serializer
 
+from ablation.spec import identifiers
 from ablation.util.jsonio import write_json_atomic
 
 RESULT_SCHEMA = "vllm-ablation/result/1"
@@ -155,11 +156,13 @@ class StackRef(_Part):
 
 class TaskRecord(_Part):
     schema_: str = Field(RESULT_SCHEMA, alias="schema")
-    run_id: str
+    # Identifiers are checked as where they enter a run (ablation.spec.identifiers): a record from
+    # elsewhere cannot put a '|', a newline or a path into a table cell or a folder name.
+    run_id: Annotated[str, AfterValidator(identifiers.run_id)]
     task_id: str
-    leg: str
+    leg: Annotated[str, AfterValidator(identifiers.leg_name)]
     variant: str | None = None
-    model_id: str
+    model_id: Annotated[str, AfterValidator(identifiers.model_id)]
     model_slug: str
     model_index: int = 0  # position in the scenario table: report rows keep the table's order
     tp: int
@@ -185,6 +188,13 @@ class TaskRecord(_Part):
     engine: EngineFacts = Field(default_factory=EngineFacts)
     workloads: dict[str, WorkloadRecord] = Field(default_factory=dict)  # name -> measurement
     harness: dict = Field(default_factory=dict)  # the harness's checks and environment
+
+    @field_validator("workloads")
+    @classmethod
+    def _workload_names(cls, v: dict[str, WorkloadRecord]) -> dict[str, WorkloadRecord]:
+        for name in v:
+            identifiers.workload_name(name)
+        return v
 
     def as_json(self) -> dict:
         return self.model_dump(mode="json", by_alias=True)
