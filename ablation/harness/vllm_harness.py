@@ -9,7 +9,9 @@ its own output and writes the result JSON atomically to task["output_path"].
 
 Prompts are token-id lists drawn from a seeded RNG, and every request has a
 fixed output length with ignore_eos, so the work done is identical on every
-leg whatever its tokenizer does. Field names follow `vllm bench` (elapsed_time,
+leg whatever its tokenizer does. A workload with `media` gets one synthetic,
+seeded image / video / audio item per request beside its placeholder tokens
+(mm_inputs.py; numpy and PIL are imported only then). Field names follow `vllm bench` (elapsed_time,
 num_requests, total_num_tokens, tokens_per_second, avg_latency, latencies).
 """
 
@@ -24,6 +26,11 @@ import statistics
 import sys
 import time
 import traceback
+
+try:  # run as a script (the runner's way): its directory is on sys.path
+    import mm_inputs
+except ImportError:  # imported as ablation.harness.vllm_harness
+    from ablation.harness import mm_inputs
 
 SCHEMA = "vllm-ablation/harness/1"
 
@@ -43,13 +50,6 @@ def _vocab_size(model_path: str) -> int:
     return int(cfg.get("vocab_size") or cfg.get("text_config", {}).get("vocab_size"))
 
 
-def make_prompts(seed: int, tag: str, lengths: list[int], vocab: int) -> list[dict]:
-    """Token-id prompts; ids avoid the low range where special tokens live."""
-    rng = random.Random(f"{seed}:{tag}")
-    low = min(16, vocab // 4)
-    return [{"prompt_token_ids": [rng.randrange(low, vocab) for _ in range(n)]} for n in lengths]
-
-
 def _count_output_tokens(outputs) -> int:
     return sum(len(o.outputs[0].token_ids) for o in outputs)
 
@@ -59,7 +59,25 @@ def sampling(sampling_cls, max_tokens: int, detokenize: bool):
     return sampling_cls(n=1, temperature=0.0, max_tokens=max_tokens, ignore_eos=True, detokenize=detokenize)
 
 
-def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, detokenize: bool) -> dict:
+def _submitted_tokens(prompts: list[dict]) -> int:
+    return sum(len(p["prompt_token_ids"]) for p in prompts)
+
+
+def _engine_prompt_tokens(outputs) -> int:
+    """Prompt tokens as vLLM counted them: placeholders expanded to each media item's tokens."""
+    return sum(len(o.prompt_token_ids or []) for o in outputs)
+
+
+def _with_media(r: dict, w: dict, log, engine_prompt_tokens: int, cache_gb) -> dict:
+    r["label"] = w.get("label")
+    if w.get("media"):
+        r["media"] = mm_inputs.media_summary(w["media"], log, cache_gb)
+        r["engine_prompt_tokens"] = engine_prompt_tokens
+    return r
+
+
+def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, inputs, detokenize: bool,
+                   cache_gb=None) -> dict:
     """The whole batch at once, timed num_iters times on fresh prompts of the same lengths.
 
     The reported value is the median iteration; every iteration's throughput is kept
@@ -67,24 +85,30 @@ def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int,
     rng = random.Random(f"{seed}:{name}:lengths")
     lengths = [rng.randint(w["input_len"]["min"], w["input_len"]["max"]) for _ in range(w["num_prompts"])]
     params = sampling(sampling_cls, w["output_len"], detokenize)
-    # Warm-up on other prompts (another seed) so no timed pass can hit the prefix cache.
-    warm = make_prompts(seed + 1000, name, lengths[: min(8, len(lengths))], vocab)
+    media = w.get("media")
+    # Warm-up on other prompts (another seed) so no timed pass can hit the prefix cache
+    # (nor, with media, vLLM's multimodal processor cache).
+    warm, log = inputs.requests(seed + 1000, name, lengths[: min(8, len(lengths))], media)
     t_warm = time.perf_counter()
     llm.generate(warm, params, use_tqdm=False)
     warmup_s = time.perf_counter() - t_warm
-    samples, elapsed_all, out_counts = [], [], []
+    del warm
+    samples, elapsed_all, out_counts, engine_in = [], [], [], []
     for i in range(w.get("num_iters", 1)):
         # Iteration 0 uses the scenario seed itself: a one-iteration table measures what it always did.
-        prompts = make_prompts(seed + i, name, lengths, vocab)
+        prompts, ilog = inputs.requests(seed + i, name, lengths, media)
+        log.merge(ilog)
+        in_tokens = _submitted_tokens(prompts)
         start = time.perf_counter()
         outputs = llm.generate(prompts, params, use_tqdm=False)
         elapsed = time.perf_counter() - start
+        del prompts
         out_tokens = _count_output_tokens(outputs)
         samples.append(out_tokens / elapsed if elapsed > 0 else float("nan"))
         elapsed_all.append(elapsed)
         out_counts.append(out_tokens)
+        engine_in.append(_engine_prompt_tokens(outputs))
     k = samples.index(statistics.median_low(samples))
-    in_tokens = sum(lengths)
     elapsed, out_tokens = elapsed_all[k], out_counts[k]
     return {
         "kind": "throughput",
@@ -104,24 +128,32 @@ def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int,
         "tokens_per_second": (in_tokens + out_tokens) / elapsed if elapsed > 0 else float("nan"),
         "warmup_s": warmup_s,
         "timed_s": sum(elapsed_all),  # every timed pass, not only the median one
-    }
+    }, log, engine_in[k]
 
 
-def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, detokenize: bool) -> dict:
+def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, inputs, detokenize: bool,
+                cache_gb=None) -> dict:
     lengths = [w["input_len"]] * w["batch_size"]
     params = sampling(sampling_cls, w["output_len"], detokenize)
+    media = w.get("media")
+    log = mm_inputs.MediaLog()
     t_warm = time.perf_counter()
     for i in range(w["num_iters_warmup"]):
-        llm.generate(make_prompts(seed + 1000 + i, name, lengths, vocab), params, use_tqdm=False)
+        warm, wlog = inputs.requests(seed + 1000 + i, name, lengths, media)
+        log.merge(wlog)
+        llm.generate(warm, params, use_tqdm=False)
     warmup_s = time.perf_counter() - t_warm
-    latencies, out_counts = [], []
+    latencies, out_counts, engine_in = [], [], []
     for i in range(w["num_iters"]):
         # Fresh prompts per iteration: timing repeated identical prompts would measure the prefix cache.
-        prompts = make_prompts(seed + i, name, lengths, vocab)
+        prompts, ilog = inputs.requests(seed + i, name, lengths, media)
+        log.merge(ilog)
+        in_tokens = _submitted_tokens(prompts)
         start = time.perf_counter()
         outputs = llm.generate(prompts, params, use_tqdm=False)
         latencies.append(time.perf_counter() - start)
         out_counts.append(_count_output_tokens(outputs))
+        engine_in.append(_engine_prompt_tokens(outputs))
     tokens_per_iter = w["batch_size"] * w["output_len"]
     median = statistics.median(latencies)
     return {
@@ -136,23 +168,30 @@ def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, de
         "num_iters": w["num_iters"],
         "batch_size": w["batch_size"],
         "num_seqs": w["batch_size"],
-        "total_input_tokens": w["input_len"] * w["batch_size"],
+        "total_input_tokens": in_tokens,
         "total_output_tokens": min(out_counts),
         "expected_output_tokens": tokens_per_iter,
         "elapsed_time": sum(latencies),
         "warmup_s": warmup_s,
         "timed_s": sum(latencies),
-    }
+    }, log, engine_in[-1]
 
 
 def check_workload(r: dict) -> list[str]:
     """The harness's own checks; any failure makes the task FAIL even on exit 0."""
     problems = []
+    if r.get("media") and not r["media"]["distinct"]:
+        problems.append(f"{r['media']['items']} media items are not all distinct (the processor cache would hit)")
     if r["total_output_tokens"] != r["expected_output_tokens"]:
         problems.append(f"output tokens {r['total_output_tokens']} != requested {r['expected_output_tokens']}")
     if not (isinstance(r["value"], float) and math.isfinite(r["value"]) and r["value"] > 0):
         problems.append(f"metric {r['metric']} is not a positive finite number: {r['value']}")
     return problems
+
+
+def _mm_processor_cache_gb(kwargs: dict):
+    """vLLM's multimodal processor cache size as asked (None: vLLM's default)."""
+    return kwargs.get("mm_processor_cache_gb")
 
 
 def engine_facts(llm) -> dict:
@@ -225,6 +264,9 @@ def main(task_path: str) -> int:
         task = json.load(f)
     model = task["model"]
     result = {"schema": SCHEMA, "task_id": task["task_id"], "started_at": time.time(), "workloads": {}}
+    inputs = mm_inputs.ModelInputs.load(model["path"], _vocab_size(model["path"]))
+    for w in task["workloads"]:
+        inputs.check_workload(w)  # refuse what the model cannot take before any time is spent
     t0 = time.perf_counter()
     import vllm
     from vllm import LLM, SamplingParams
@@ -250,7 +292,7 @@ def main(task_path: str) -> int:
     result["engine"] = engine_facts(llm)
     print(f"[harness] engine ready in {result['timings']['load_s']:.1f} s: {result['engine']}", flush=True)
 
-    vocab = _vocab_size(model["path"])
+    cache_gb = _mm_processor_cache_gb(kwargs)
     failures = []
     t2 = time.perf_counter()
     for w in task["workloads"]:
@@ -259,7 +301,7 @@ def main(task_path: str) -> int:
         # Without a tokenizer (skip_tokenizer_init, e.g. dummy weights from a bare config) there is
         # nothing to detokenize with; prompts are token ids either way.
         detokenize = not kwargs.get("skip_tokenizer_init", False)
-        r = runner(llm, SamplingParams, name, w, task["seed"], vocab, detokenize)
+        r = _with_media(*runner(llm, SamplingParams, name, w, task["seed"], inputs, detokenize), w, cache_gb=cache_gb)
         r["checks_failed"] = check_workload(r)
         failures += [f"{name}: {p}" for p in r["checks_failed"]]
         result["workloads"][name] = r
