@@ -130,6 +130,16 @@ def collect(rs: ResultSet, kind: str) -> dict[RowKey, dict[str, list[float]]]:
     return {RowKey(*k): v for k, v in cells.items()}
 
 
+def workload_labels(rs: ResultSet) -> dict[tuple[str, str], str]:
+    """(model, workload key) -> the name tables print: the workload's `label` where the table gave one."""
+    labels: dict[tuple[str, str], str] = {}
+    for r in rs.results:
+        for w in r.workloads.values():
+            if w.raw.get("label"):
+                labels.setdefault((r.model_id, w.name), w.raw["label"])
+    return labels
+
+
 def leg_pairs(legs: list[str], baseline: str | None) -> list[tuple[str, str]]:
     """Consecutive pairs (a, b), (b, c), ...; or (baseline, x) for every other leg."""
     if baseline:
@@ -166,6 +176,7 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
     controls = controls if controls is not None else controls_by_row(_controls(rs, legs))
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
+    labels = workload_labels(rs)
     max_n = 0
     keys = sorted(cells, key=lambda k: order[k])
     wanted = [(key, j) for key in keys for j, (a, b) in enumerate(pairs) if a in cells[key] and b in cells[key]]
@@ -180,10 +191,12 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
         shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, [])))
                  for leg in legs]
         row_ctl = controls.get((key.model_id, key.workload), RowControls([], list(CONTROL_FIELDS)))
-        table.rows.append([key.model_id, str(key.tp), key.workload, *shown, *(format_ratio(e) for e in ests),
+        shown_name = labels.get((key.model_id, key.workload), key.workload)
+        table.rows.append([key.model_id, str(key.tp), shown_name, *shown, *(format_ratio(e) for e in ests),
                            row_ctl.cell()])
         # not dataclasses.asdict: it deep-copies, 0.3 s of the 10k bench for three strings
-        table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload, "unit": unit,
+        table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload, "label": shown_name,
+                           "unit": unit,
                            "values": {leg: values.get(leg) for leg in legs},
                            "median": {leg: med.get(leg) for leg in legs},
                            "ratios": {c: (e.as_dict() if e else None) for c, e in zip(ratio_cols, ests)},

@@ -47,7 +47,11 @@ def _dist_version(name: str) -> str | None:
 def _vocab_size(model_path: str) -> int:
     with open(os.path.join(model_path, "config.json")) as f:
         cfg = json.load(f)
-    return int(cfg.get("vocab_size") or cfg.get("text_config", {}).get("vocab_size"))
+    # top level (Llama, whisper), text_config (Qwen-VL), thinker_config.text_config (Qwen2.5-Omni)
+    for holder in (cfg, cfg.get("text_config") or {}, (cfg.get("thinker_config") or {}).get("text_config") or {}):
+        if holder.get("vocab_size"):
+            return int(holder["vocab_size"])
+    raise ValueError(f"{model_path}/config.json states no vocab_size")
 
 
 def _count_output_tokens(outputs) -> int:
@@ -68,7 +72,7 @@ def _engine_prompt_tokens(outputs) -> int:
     return sum(len(o.prompt_token_ids or []) for o in outputs)
 
 
-def _with_media(r: dict, w: dict, log, engine_prompt_tokens: int, cache_gb) -> dict:
+def _with_media(r: dict, log, engine_prompt_tokens: int, w: dict, cache_gb) -> dict:
     r["label"] = w.get("label")
     if w.get("media"):
         r["media"] = mm_inputs.media_summary(w["media"], log, cache_gb)
