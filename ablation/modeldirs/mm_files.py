@@ -13,9 +13,10 @@ import json
 from pathlib import Path
 
 from ablation.errors import AblationError
-from ablation.modeldirs.mm_tokens import FAMILY_BY_MODEL_TYPE, TokenFamily
+from ablation.modeldirs.mm_tokens import FAMILY_BY_MODEL_TYPE, WHISPER_LANGUAGES, TokenFamily
 from ablation.modeldirs.tiny_llama import synthetic_corpus
 
+SYNTHESIS_VERSION = 1  # bump when what is written changes: cached copies are keyed by it
 TRAINED_VOCAB = 1024  # learned merges; the rest up to the first special id are filler entries
 
 CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073]
@@ -157,8 +158,6 @@ def write_processor_files(out: Path, config: dict) -> list[str]:
 
 def whisper_generation_config(config: dict) -> dict:
     ids = FAMILY_BY_MODEL_TYPE["whisper"].ids()
-    from ablation.modeldirs.mm_tokens import WHISPER_LANGUAGES
-
     return {
         "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|endoftext|>"],
         "pad_token_id": ids["<|endoftext|>"], "decoder_start_token_id": ids["<|startoftranscript|>"],

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ablation.errors import AblationError
-from ablation.modeldirs.mm_files import family_of, synthesize
+from ablation.modeldirs.mm_files import SYNTHESIS_VERSION, family_of, synthesize
 from ablation.modeldirs.mm_tiny import GENERATORS, make_tiny_multimodal
 from ablation.modeldirs.tiny_llama import make_tiny_llama, model_digest
 from ablation.spec.scenarios import ModelSpec, ScenarioFile
@@ -75,7 +75,7 @@ def _with_synthesized_files(src_dir: Path, config: dict, models_root: Path) -> P
     synthesized tokenizer and processor configs (the model's HF processor needs them). Nothing is
     written into the source directory; the copy's name carries the source's digest."""
     digest = model_digest(src_dir)
-    out = models_root / f"{src_dir.name}-{digest[:12]}"
+    out = models_root / f"{src_dir.name}-{digest[:12]}-mm{SYNTHESIS_VERSION}"
     stamp = out / "ABLATION_SYNTHESIZED.json"
     if stamp.is_file():
         return out
@@ -88,7 +88,8 @@ def _with_synthesized_files(src_dir: Path, config: dict, models_root: Path) -> P
             shutil.copy2(f, tmp / f.name)
     written = synthesize(tmp, config)
     (tmp / "ABLATION_SYNTHESIZED.json").write_text(json.dumps(
-        {"source": str(src_dir), "source_digest": digest, "synthesized": written}, indent=2))
+        {"source": str(src_dir), "source_digest": digest, "synthesis_version": SYNTHESIS_VERSION,
+         "synthesized": written}, indent=2))
     if out.exists():
         shutil.rmtree(out)
     tmp.rename(out)
