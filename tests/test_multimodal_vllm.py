@@ -89,8 +89,7 @@ def _expected_media(tmp: Path, kind: str, seed: int, name: str, w: dict) -> mm_i
     else:
         passes = [(seed + 1000 + i, 1) for i in range(w["warm"])] + [(seed + i, 1) for i in range(w["iters"])]
     for s, n in passes:
-        _, part = inp.requests(s, name, [w["len"]] * n, w["media"])
-        log.merge(part)
+        inp.requests(s, name, [w["len"]] * n, w["media"], log)
     return log
 
 

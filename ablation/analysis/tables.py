@@ -342,6 +342,7 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None, ctl: dict | Non
     table = Table("Controls: was the comparison like for like?", ["model", "workload", *CONTROL_FIELDS], [])
     order = row_order(rs)
     ctl = ctl if ctl is not None else _controls(rs, legs)
+    labels = workload_labels(rs)
 
     first: dict[tuple[str, str], tuple] = {}  # (model, workload) -> its first row's position
     for rk, v in order.items():
@@ -359,7 +360,7 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None, ctl: dict | Non
                 cells.append(f"same ({_fmt_control(next(iter(by_leg.values())))})")
             else:
                 cells.append("**DIFFERS**: " + " / ".join(f"{leg} {_fmt_control(v)}" for leg, v in by_leg.items()))
-        table.rows.append([key[0], key[1], *cells])
+        table.rows.append([key[0], labels.get(key, key[1]), *cells])
         table.data.append({"model_id": key[0], "workload": key[1], "controls": ctl[key]})
     table.note = ("work done = (output tokens, sequences); scheduler = (max_num_batched_tokens, max_num_seqs, "
                   "chunked prefill). A difference here is a reason to distrust the ratio beside it.")

@@ -126,10 +126,12 @@ class ModelInputs:
         low = min(16, self.text_id_end // 4)
         return [rng.randrange(low, self.text_id_end) for _ in range(n)]
 
-    def requests(self, seed: int, tag: str, lengths: list[int], media: dict | None) -> tuple[list[dict], "MediaLog"]:
-        """One request per length; `lengths` count the text tokens (whisper: the whole decoder prompt)."""
+    def requests(self, seed: int, tag: str, lengths: list[int], media: dict | None,
+                 log: "MediaLog | None" = None) -> list[dict]:
+        """One request per length; `lengths` count the text tokens (whisper: the whole decoder prompt).
+        Every media item made is added to `log`, in order."""
         rng = random.Random(f"{seed}:{tag}")
-        log = MediaLog()
+        log = log if log is not None else MediaLog()
         out = []
         for r, n in enumerate(lengths):
             if self.encoder_decoder:
@@ -148,12 +150,13 @@ class ModelInputs:
                 prompt = [start, pad, end] * len(items) + prompt
             out.append({"prompt_token_ids": prompt,
                         "multi_modal_data": {media["type"]: items[0] if len(items) == 1 else items}})
-        return out, log
+        return out
 
 
 @dataclass
 class MediaLog:
-    """Digest of every media byte fed, in order, and whether any two items were alike."""
+    """sha256 of every media byte fed (warm-ups and timed passes, in order), and whether any two
+    items were alike."""
 
     items: int = 0
     digests: set = field(default_factory=set)
@@ -165,12 +168,6 @@ class MediaLog:
         self.bytes_total += len(data)
         self._h.update(data)
         self.digests.add(hashlib.sha256(data).hexdigest())
-
-    def merge(self, other: "MediaLog") -> None:
-        self.items += other.items
-        self.bytes_total += other.bytes_total
-        self.digests |= other.digests
-        self._h.update(other._h.digest())
 
     @property
     def sha256(self) -> str:

@@ -80,19 +80,20 @@ def _with_media(r: dict, log, engine_prompt_tokens: int, w: dict, cache_gb) -> d
     return r
 
 
-def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, inputs, detokenize: bool,
-                   cache_gb=None) -> dict:
+def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, inputs, detokenize: bool) -> tuple:
     """The whole batch at once, timed num_iters times on fresh prompts of the same lengths.
 
     The reported value is the median iteration; every iteration's throughput is kept
-    in `samples`, so the within-process spread is visible next to the repeats'."""
+    in `samples`, so the within-process spread is visible next to the repeats'.
+    Returns (result, media log, vLLM's prompt-token count of the reported pass)."""
     rng = random.Random(f"{seed}:{name}:lengths")
     lengths = [rng.randint(w["input_len"]["min"], w["input_len"]["max"]) for _ in range(w["num_prompts"])]
     params = sampling(sampling_cls, w["output_len"], detokenize)
     media = w.get("media")
     # Warm-up on other prompts (another seed) so no timed pass can hit the prefix cache
     # (nor, with media, vLLM's multimodal processor cache).
-    warm, log = inputs.requests(seed + 1000, name, lengths[: min(8, len(lengths))], media)
+    log = mm_inputs.MediaLog()
+    warm = inputs.requests(seed + 1000, name, lengths[: min(8, len(lengths))], media, log)
     t_warm = time.perf_counter()
     llm.generate(warm, params, use_tqdm=False)
     warmup_s = time.perf_counter() - t_warm
@@ -100,8 +101,7 @@ def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, inputs, det
     samples, elapsed_all, out_counts, engine_in = [], [], [], []
     for i in range(w.get("num_iters", 1)):
         # Iteration 0 uses the scenario seed itself: a one-iteration table measures what it always did.
-        prompts, ilog = inputs.requests(seed + i, name, lengths, media)
-        log.merge(ilog)
+        prompts = inputs.requests(seed + i, name, lengths, media, log)
         in_tokens = _submitted_tokens(prompts)
         start = time.perf_counter()
         outputs = llm.generate(prompts, params, use_tqdm=False)
@@ -135,23 +135,21 @@ def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, inputs, det
     }, log, engine_in[k]
 
 
-def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, inputs, detokenize: bool,
-                cache_gb=None) -> dict:
+def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, inputs, detokenize: bool) -> tuple:
+    """Returns (result, media log, vLLM's prompt-token count of the last pass)."""
     lengths = [w["input_len"]] * w["batch_size"]
     params = sampling(sampling_cls, w["output_len"], detokenize)
     media = w.get("media")
     log = mm_inputs.MediaLog()
     t_warm = time.perf_counter()
     for i in range(w["num_iters_warmup"]):
-        warm, wlog = inputs.requests(seed + 1000 + i, name, lengths, media)
-        log.merge(wlog)
+        warm = inputs.requests(seed + 1000 + i, name, lengths, media, log)
         llm.generate(warm, params, use_tqdm=False)
     warmup_s = time.perf_counter() - t_warm
     latencies, out_counts, engine_in = [], [], []
     for i in range(w["num_iters"]):
         # Fresh prompts per iteration: timing repeated identical prompts would measure the prefix cache.
-        prompts, ilog = inputs.requests(seed + i, name, lengths, media)
-        log.merge(ilog)
+        prompts = inputs.requests(seed + i, name, lengths, media, log)
         in_tokens = _submitted_tokens(prompts)
         start = time.perf_counter()
         outputs = llm.generate(prompts, params, use_tqdm=False)
