@@ -82,20 +82,31 @@ class ModelInputs:
     sampling_rate: int | None = None
 
     @classmethod
-    def load(cls, model_path: str, vocab: int) -> "ModelInputs":
-        config = _read_json(os.path.join(model_path, "config.json"))
-        model_type = str(config.get("model_type", ""))
+    def load(cls, model_path: str, vocab: int | None = None) -> "ModelInputs":
+        """The model's family and token ids; the vocab may come later (set_vocab), once vLLM has
+        accepted the model, so that a model vLLM rejects fails with vLLM's own error."""
+        try:
+            config = _read_json(os.path.join(model_path, "config.json"))
+        except (OSError, ValueError):
+            config = {}  # not ours to judge: vLLM rejects it with its own error
+        model_type = str(config.get("model_type", "")) if isinstance(config, dict) else ""
         family = FAMILIES.get(model_type)
         if family is None:
-            return cls(model_type, None, {}, vocab)
+            return cls(model_type, None, {}, vocab or 0)
         ids = _added_token_ids(model_path)
         wanted = {t for key in ("image", "video", "audio", "decoder_prompt") for t in family.get(key, ())}
         wanted |= {family["first_added"]} | ({family["previous_text"]} if "previous_text" in family else set())
         missing = sorted(wanted - set(ids))
         if missing:
             raise ValueError(f"{model_path}/tokenizer.json lacks the {model_type} tokens {missing}")
-        return cls(model_type, family, ids, min(vocab, ids[family["first_added"]]),
-                   _feature_sampling_rate(model_path))
+        inputs = cls(model_type, family, ids, 0, _feature_sampling_rate(model_path))
+        if vocab:
+            inputs.set_vocab(vocab)
+        return inputs
+
+    def set_vocab(self, vocab: int) -> None:
+        """Filler ids are drawn below the vocab, and for a multimodal family below its first added token."""
+        self.text_id_end = min(vocab, self.ids[self.family["first_added"]]) if self.family else vocab
 
     @property
     def encoder_decoder(self) -> bool:

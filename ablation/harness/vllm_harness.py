@@ -266,7 +266,7 @@ def main(task_path: str) -> int:
         task = json.load(f)
     model = task["model"]
     result = {"schema": SCHEMA, "task_id": task["task_id"], "started_at": time.time(), "workloads": {}}
-    inputs = mm_inputs.ModelInputs.load(model["path"], _vocab_size(model["path"]))
+    inputs = mm_inputs.ModelInputs.load(model["path"])
     for w in task["workloads"]:
         inputs.check_workload(w)  # refuse what the model cannot take before any time is spent
     t0 = time.perf_counter()
@@ -294,6 +294,7 @@ def main(task_path: str) -> int:
     result["engine"] = engine_facts(llm)
     print(f"[harness] engine ready in {result['timings']['load_s']:.1f} s: {result['engine']}", flush=True)
 
+    inputs.set_vocab(_vocab_size(model["path"]))
     cache_gb = _mm_processor_cache_gb(kwargs)
     failures = []
     t2 = time.perf_counter()
