@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 from conftest import REPO, run_cli
@@ -171,6 +172,7 @@ def test_tp2_timeout_kills_the_engine_and_every_worker(tmp_path):
     (stacks / f"{LEG}.yaml").write_text(text.replace('VLLM_CPU_OMP_THREADS_BIND: "auto"',
                                                      'VLLM_CPU_OMP_THREADS_BIND: "0|1"'))
     assert '"0|1"' in (stacks / f"{LEG}.yaml").read_text()
+    shutil.copytree(REPO / "patches", tmp_path / "patches")  # the patches the stack names, beside stacks/
     (tmp_path / "table.yaml").write_text(TP2_TABLE)
     proc = run_cli("--stacks-dir", str(stacks), "run", "--leg", LEG, "--scenarios", str(tmp_path / "table.yaml"),
                    "--results", str(tmp_path / "results"), "--run-id", "k", "--timeout", "110")
