@@ -204,6 +204,10 @@ def test_whisper_decoder_prompt_and_refusals(tiny):
         wh.check_workload({**base, "input_len": 2, "media": audio})
     with pytest.raises(ValueError, match="model's own rate"):
         wh.check_workload({**base, "media": {**audio, "sample_rate": 8000}})
+    # whisper's 448 decoder positions hold the 4-token prompt and 444 outputs, not 448 (vLLM stops at 444)
+    wh.check_workload({**base, "output_len": 444, "media": audio}, max_model_len=448)
+    with pytest.raises(ValueError, match="exceeds max_model_len 448"):
+        wh.check_workload({**base, "output_len": 448, "media": audio}, max_model_len=448)
     with pytest.raises(ValueError, match="takes no audio"):
         _inputs(tiny / "tiny-qwen2-vl").check_workload({**base, "media": audio})
 

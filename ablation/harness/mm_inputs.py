@@ -112,9 +112,19 @@ class ModelInputs:
     def encoder_decoder(self) -> bool:
         return bool(self.family and self.family.get("encoder_decoder"))
 
-    def check_workload(self, w: dict) -> None:
+    def check_workload(self, w: dict, max_model_len: int | None = None) -> None:
         """Refuse, before any timing, what this model cannot take (raises ValueError with the reason)."""
         media = w.get("media")
+        if max_model_len:
+            # Submitted tokens are exact for text and whisper's decoder, a lower bound where vLLM expands
+            # placeholders. Past max_model_len vLLM stops a request early (measured: whisper, 4 + 448 at
+            # 448 gives 444 tokens), which the exact-count check would only catch after the run.
+            longest = w["input_len"]["max"] if w["kind"] == "throughput" else w["input_len"]
+            if media and not self.encoder_decoder:
+                longest += 3 * media.get("items_per_request", 1)
+            if longest + w["output_len"] > max_model_len:
+                raise ValueError(f"{w['name']}: prompt ({longest} tokens) + output_len {w['output_len']} exceeds "
+                                 f"max_model_len {max_model_len}; vLLM would stop requests early")
         if self.encoder_decoder:
             if not media or media["type"] != "audio" or media.get("items_per_request", 1) != 1:
                 raise ValueError(f"{w['name']}: {self.model_type} transcribes one audio item per request; "

@@ -268,7 +268,7 @@ def main(task_path: str) -> int:
     result = {"schema": SCHEMA, "task_id": task["task_id"], "started_at": time.time(), "workloads": {}}
     inputs = mm_inputs.ModelInputs.load(model["path"])
     for w in task["workloads"]:
-        inputs.check_workload(w)  # refuse what the model cannot take before any time is spent
+        inputs.check_workload(w, model.get("max_model_len"))  # refuse what cannot run, before any time is spent
     t0 = time.perf_counter()
     import vllm
     from vllm import LLM, SamplingParams
