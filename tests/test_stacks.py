@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -136,6 +137,7 @@ def test_a_stack_file_path_works_wherever_a_leg_name_does(cli, tmp_path):
     adhoc = tmp_path / "elsewhere" / "0.29-cpu.yaml"
     adhoc.parent.mkdir()
     adhoc.write_text((REPO / "stacks" / "0.29-cpu.yaml").read_text())
+    shutil.copytree(REPO / "patches", tmp_path / "patches")  # the stack's patches, beside its folder as in the repo
     proc = cli("stacks", "show", str(adhoc))
     assert proc.returncode == 0, proc.stderr
     assert "0.29.0" in proc.stdout

@@ -6,7 +6,7 @@ import json
 import math
 
 import numpy as np
-from conftest import run_cli
+from helpers import run_cli
 from resultfactory import write_result
 
 from ablation.analysis.stats import compare_samples, detectable_change, pooled_log_sd

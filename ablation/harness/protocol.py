@@ -120,6 +120,9 @@ def result_document(task: dict, workloads: dict[str, dict], checks_failed: list[
 def check_workload(r: dict) -> list[str]:
     """The harness's own checks of one workload; any failure makes the task FAIL even on exit 0."""
     problems = []
+    media = r.get("media")
+    if media and not media.get("distinct", True):
+        problems.append(f"{media.get('items')} media items are not all distinct (the processor cache would hit)")
     if r.get("total_output_tokens") != r.get("expected_output_tokens"):
         problems.append(f"output tokens {r.get('total_output_tokens')} != requested {r.get('expected_output_tokens')}")
     if not _positive_finite(r.get("value")):

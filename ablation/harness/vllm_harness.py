@@ -9,7 +9,9 @@ workload, checks its own output and writes the result atomically to task["output
 
 Prompts are token-id lists drawn from a seeded RNG, and every request has a
 fixed output length with ignore_eos, so the work done is identical on every
-leg whatever its tokenizer does. Field names follow `vllm bench` (elapsed_time,
+leg whatever its tokenizer does. A workload with `media` gets one synthetic,
+seeded image / video / audio item per request beside its placeholder tokens
+(mm_inputs.py; numpy and PIL are imported only then). Field names follow `vllm bench` (elapsed_time,
 num_requests, total_num_tokens, tokens_per_second, avg_latency, latencies).
 """
 
@@ -24,7 +26,11 @@ import sys
 import time
 import traceback
 
-import protocol  # beside this file: the declared task/result protocol
+try:  # run as a script (the runner's way): its directory is on sys.path
+    import mm_inputs
+    import protocol  # the declared task/result protocol
+except ImportError:  # imported as ablation.harness.vllm_harness (tests)
+    from ablation.harness import mm_inputs, protocol
 
 
 def _dist_version(name: str) -> str | None:
@@ -39,14 +45,11 @@ def _dist_version(name: str) -> str | None:
 def _vocab_size(model_path: str) -> int:
     with open(os.path.join(model_path, "config.json")) as f:
         cfg = json.load(f)
-    return int(cfg.get("vocab_size") or cfg.get("text_config", {}).get("vocab_size"))
-
-
-def make_prompts(seed: int, tag: str, lengths: list[int], vocab: int) -> list[dict]:
-    """Token-id prompts; ids avoid the low range where special tokens live."""
-    rng = random.Random(f"{seed}:{tag}")
-    low = min(16, vocab // 4)
-    return [{"prompt_token_ids": [rng.randrange(low, vocab) for _ in range(n)]} for n in lengths]
+    # top level (Llama, whisper), text_config (Qwen-VL), thinker_config.text_config (Qwen2.5-Omni)
+    for holder in (cfg, cfg.get("text_config") or {}, (cfg.get("thinker_config") or {}).get("text_config") or {}):
+        if holder.get("vocab_size"):
+            return int(holder["vocab_size"])
+    raise ValueError(f"{model_path}/config.json states no vocab_size")
 
 
 def _count_output_tokens(outputs) -> int:
@@ -58,32 +61,56 @@ def sampling(sampling_cls, max_tokens: int, detokenize: bool):
     return sampling_cls(n=1, temperature=0.0, max_tokens=max_tokens, ignore_eos=True, detokenize=detokenize)
 
 
-def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, detokenize: bool) -> dict:
+def _submitted_tokens(prompts: list[dict]) -> int:
+    return sum(len(p["prompt_token_ids"]) for p in prompts)
+
+
+def _engine_prompt_tokens(outputs) -> int:
+    """Prompt tokens as vLLM counted them: placeholders expanded to each media item's tokens."""
+    return sum(len(o.prompt_token_ids or []) for o in outputs)
+
+
+def _with_media(r: dict, log, engine_prompt_tokens: int, w: dict, cache_gb) -> dict:
+    r["label"] = w.get("label")
+    if w.get("media"):
+        r["media"] = mm_inputs.media_summary(w["media"], log, cache_gb)
+        r["engine_prompt_tokens"] = engine_prompt_tokens
+    return r
+
+
+def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, inputs, detokenize: bool) -> tuple:
     """The whole batch at once, timed num_iters times on fresh prompts of the same lengths.
 
     The reported value is the median iteration; every iteration's throughput is kept
-    in `samples`, so the within-process spread is visible next to the repeats'."""
+    in `samples`, so the within-process spread is visible next to the repeats'.
+    Returns (result, media log, vLLM's prompt-token count of the reported pass)."""
     rng = random.Random(f"{seed}:{name}:lengths")
     lengths = [rng.randint(w["input_len"]["min"], w["input_len"]["max"]) for _ in range(w["num_prompts"])]
     params = sampling(sampling_cls, w["output_len"], detokenize)
-    # Warm-up on other prompts (another seed) so no timed pass can hit the prefix cache.
-    warm = make_prompts(seed + 1000, name, lengths[: min(8, len(lengths))], vocab)
+    media = w.get("media")
+    # Warm-up on other prompts (another seed) so no timed pass can hit the prefix cache
+    # (nor, with media, vLLM's multimodal processor cache).
+    log = mm_inputs.MediaLog()
+    warm = inputs.requests(seed + 1000, name, lengths[: min(8, len(lengths))], media, log)
     t_warm = time.perf_counter()
     llm.generate(warm, params, use_tqdm=False)
     warmup_s = time.perf_counter() - t_warm
-    samples, elapsed_all, out_counts = [], [], []
+    del warm
+    samples, elapsed_all, out_counts, engine_in = [], [], [], []
     for i in range(w.get("num_iters", 1)):
         # Iteration 0 uses the scenario seed itself: a one-iteration table measures what it always did.
-        prompts = make_prompts(seed + i, name, lengths, vocab)
+        prompts = inputs.requests(seed + i, name, lengths, media, log)
+        in_tokens = _submitted_tokens(prompts)
         start = time.perf_counter()
         outputs = llm.generate(prompts, params, use_tqdm=False)
         elapsed = time.perf_counter() - start
+        del prompts
         out_tokens = _count_output_tokens(outputs)
         samples.append(out_tokens / elapsed if elapsed > 0 else float("nan"))
         elapsed_all.append(elapsed)
         out_counts.append(out_tokens)
+        engine_in.append(_engine_prompt_tokens(outputs))
     k = samples.index(statistics.median_low(samples))
-    in_tokens = sum(lengths)
     elapsed, out_tokens = elapsed_all[k], out_counts[k]
     return {
         "kind": "throughput",
@@ -103,24 +130,30 @@ def run_throughput(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int,
         "tokens_per_second": (in_tokens + out_tokens) / elapsed if elapsed > 0 else float("nan"),
         "warmup_s": warmup_s,
         "timed_s": sum(elapsed_all),  # every timed pass, not only the median one
-    }
+    }, log, engine_in[k]
 
 
-def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, detokenize: bool) -> dict:
+def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, inputs, detokenize: bool) -> tuple:
+    """Returns (result, media log, vLLM's prompt-token count of the last pass)."""
     lengths = [w["input_len"]] * w["batch_size"]
     params = sampling(sampling_cls, w["output_len"], detokenize)
+    media = w.get("media")
+    log = mm_inputs.MediaLog()
     t_warm = time.perf_counter()
     for i in range(w["num_iters_warmup"]):
-        llm.generate(make_prompts(seed + 1000 + i, name, lengths, vocab), params, use_tqdm=False)
+        warm = inputs.requests(seed + 1000 + i, name, lengths, media, log)
+        llm.generate(warm, params, use_tqdm=False)
     warmup_s = time.perf_counter() - t_warm
-    latencies, out_counts = [], []
+    latencies, out_counts, engine_in = [], [], []
     for i in range(w["num_iters"]):
         # Fresh prompts per iteration: timing repeated identical prompts would measure the prefix cache.
-        prompts = make_prompts(seed + i, name, lengths, vocab)
+        prompts = inputs.requests(seed + i, name, lengths, media, log)
+        in_tokens = _submitted_tokens(prompts)
         start = time.perf_counter()
         outputs = llm.generate(prompts, params, use_tqdm=False)
         latencies.append(time.perf_counter() - start)
         out_counts.append(_count_output_tokens(outputs))
+        engine_in.append(_engine_prompt_tokens(outputs))
     tokens_per_iter = w["batch_size"] * w["output_len"]
     median = statistics.median(latencies)
     return {
@@ -135,13 +168,18 @@ def run_latency(llm, sampling_cls, name: str, w: dict, seed: int, vocab: int, de
         "num_iters": w["num_iters"],
         "batch_size": w["batch_size"],
         "num_seqs": w["batch_size"],
-        "total_input_tokens": w["input_len"] * w["batch_size"],
+        "total_input_tokens": in_tokens,
         "total_output_tokens": min(out_counts),
         "expected_output_tokens": tokens_per_iter,
         "elapsed_time": sum(latencies),
         "warmup_s": warmup_s,
         "timed_s": sum(latencies),
-    }
+    }, log, engine_in[-1]
+
+
+def _mm_processor_cache_gb(kwargs: dict):
+    """vLLM's multimodal processor cache size as asked (None: vLLM's default)."""
+    return kwargs.get("mm_processor_cache_gb")
 
 
 def engine_facts(llm) -> dict:
@@ -205,6 +243,9 @@ def main(task_path: str) -> int:
     model = task["model"]
     result = {"started_at": time.time()}
     workloads: dict[str, dict] = {}
+    inputs = mm_inputs.ModelInputs.load(model["path"])
+    for w in task["workloads"]:
+        inputs.check_workload(w, model.get("max_model_len"))  # refuse what cannot run, before any time is spent
     t0 = time.perf_counter()
     import vllm
     from vllm import LLM, SamplingParams
@@ -230,7 +271,8 @@ def main(task_path: str) -> int:
     result["engine"] = engine_facts(llm)
     print(f"[harness] engine ready in {result['timings']['load_s']:.1f} s: {result['engine']}", flush=True)
 
-    vocab = _vocab_size(model["path"])
+    inputs.set_vocab(_vocab_size(model["path"]))
+    cache_gb = _mm_processor_cache_gb(kwargs)
     failures = []
     t2 = time.perf_counter()
     for w in task["workloads"]:
@@ -239,7 +281,7 @@ def main(task_path: str) -> int:
         # Without a tokenizer (skip_tokenizer_init, e.g. dummy weights from a bare config) there is
         # nothing to detokenize with; prompts are token ids either way.
         detokenize = not kwargs.get("skip_tokenizer_init", False)
-        r = runner(llm, SamplingParams, name, w, task["seed"], vocab, detokenize)
+        r = _with_media(*runner(llm, SamplingParams, name, w, task["seed"], inputs, detokenize), w, cache_gb=cache_gb)
         r["checks_failed"] = protocol.check_workload(r)
         failures += [f"{name}: {p}" for p in r["checks_failed"]]
         workloads[name] = r

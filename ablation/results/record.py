@@ -113,6 +113,7 @@ class WorkloadRecord(_Sub):
     """One workload's measurement (the harness protocol's WorkloadResult, as kept)."""
     kind: Literal["throughput", "latency"]
     value: Measurement  # tok/s for throughput, ms/tok for latency
+    label: Annotated[str, AfterValidator(identifiers.workload_name)] | None = None  # the name tables print
     unit: str | None = None
     total_output_tokens: int | None = None
     num_seqs: int | None = None

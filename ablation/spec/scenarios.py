@@ -34,6 +34,48 @@ class LengthRange(BaseModel):
         return self
 
 
+class ImageMedia(BaseModel):
+    """One distinct synthetic RGB image per item (seeded noise), fed as a PIL image."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["image"]
+    width: int = Field(ge=1, le=8192)
+    height: int = Field(ge=1, le=8192)
+    items_per_request: int = Field(1, ge=1, le=16)
+
+
+class VideoMedia(BaseModel):
+    """Synthetic uint8 frames (T, H, W, 3), with frame metadata where the model needs it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["video"]
+    frames: int = Field(ge=1, le=1024)
+    width: int = Field(ge=1, le=4096)
+    height: int = Field(ge=1, le=4096)
+    fps: float = Field(2.0, gt=0, description="frame rate the metadata states (Qwen3-VL reads it)")
+    items_per_request: int = Field(1, ge=1, le=16)
+
+
+class AudioMedia(BaseModel):
+    """Synthetic mono float32 audio at the model's own rate, fed as (array, sample_rate)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["audio"]
+    seconds: float = Field(gt=0, le=3600)
+    sample_rate: int = Field(16000, ge=1000, le=192000)
+    items_per_request: int = Field(1, ge=1, le=16)
+
+
+Media = Annotated[Union[ImageMedia, VideoMedia, AudioMedia], Field(discriminator="type")]
+LABEL = Field(None, min_length=1, max_length=64,
+              description="the name printed in tables (default: the workload key); lets one table hold "
+                          "two workloads the seed names alike for different models")
+MEDIA = Field(None, description="synthetic media per request (none: a text workload)")
+
+
 class ThroughputWorkload(BaseModel):
     """Offline batch: all prompts submitted at once; reported as output tok/s."""
 
@@ -44,6 +86,8 @@ class ThroughputWorkload(BaseModel):
     input_len: LengthRange
     output_len: int = Field(ge=1, le=identifiers.MAX_TOKENS)
     num_iters: int = Field(1, ge=1, le=identifiers.MAX_ITERS, description="timed passes in one process; the median is reported")
+    media: Media | None = MEDIA
+    label: str | None = LABEL
 
 
 class LatencyWorkload(BaseModel):
@@ -57,6 +101,8 @@ class LatencyWorkload(BaseModel):
     output_len: int = Field(ge=1, le=identifiers.MAX_TOKENS)
     num_iters: int = Field(3, ge=1, le=identifiers.MAX_ITERS)
     num_iters_warmup: int = Field(1, ge=0, le=identifiers.MAX_ITERS)
+    media: Media | None = MEDIA
+    label: str | None = LABEL
 
 
 Workload = Annotated[Union[ThroughputWorkload, LatencyWorkload], Field(discriminator="kind")]
@@ -79,7 +125,9 @@ class ModelSource(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    generate: Literal["tiny-llama"] | None = None
+    generate: Literal["tiny-llama", "tiny-qwen2-vl", "tiny-whisper", "tiny-qwen2.5-omni"] | None = Field(
+        None, description="a model made here: tiny-llama (with weights) or a tiny multimodal config "
+                          "in the real token-id space (no weights: load_format dummy)")
     seed: int = 0
     path: str | None = Field(None, description="local directory with config.json (relative to the table)")
 
