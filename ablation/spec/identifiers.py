@@ -47,28 +47,28 @@ def _shown(value: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def leg_name(value: str) -> str:
-    _length(value, "leg name")
-    if not _LEG.fullmatch(value):
-        raise ValueError(f"leg name '{_shown(value)}' is not a safe folder name: use letters, digits, '.', '_' "
-                         "or '-', starting with a letter or digit")
+def _matching(value: str, what: str, pattern: re.Pattern, why: str) -> str:
+    """`value` if it is a non-empty, not over-long full match of `pattern`; else ValueError(`why`, with
+    the value shown on one line in place of '{}')."""
+    _length(value, what)
+    if not pattern.fullmatch(value):
+        raise ValueError(why.format(_shown(value)))
     return value
+
+
+def leg_name(value: str) -> str:
+    return _matching(value, "leg name", _LEG, "leg name '{}' is not a safe folder name: use letters, digits, "
+                     "'.', '_' or '-', starting with a letter or digit")
 
 
 def run_id(value: str) -> str:
-    _length(value, "run id")
-    if not _RUN_ID.fullmatch(value):
-        raise ValueError(f"run id '{_shown(value)}' is not a folder name under --results: use letters, digits, "
-                         "'.', '_', '-', '+' or '@', starting with a letter or digit (no '/', no '..')")
-    return value
+    return _matching(value, "run id", _RUN_ID, "run id '{}' is not a folder name under --results: use letters, "
+                     "digits, '.', '_', '-', '+' or '@', starting with a letter or digit (no '/', no '..')")
 
 
 def variant_name(value: str) -> str:
-    _length(value, "variant name")
-    if not _VARIANT.fullmatch(value):
-        raise ValueError(f"variant name '{_shown(value)}': use lowercase letters, digits, '.', '_' or '-', "
-                         "starting with a letter or digit")
-    return value
+    return _matching(value, "variant name", _VARIANT, "variant name '{}': use lowercase letters, digits, '.', "
+                     "'_' or '-', starting with a letter or digit")
 
 
 def env_name(value: str) -> str:
@@ -97,11 +97,8 @@ def model_id(value: str) -> str:
 
 def workload_name(value: str) -> str:
     """A workload's name: a column of the tables, a key of results.json."""
-    _length(value, "workload name")
-    if not _MODEL_PART.fullmatch(value):
-        raise ValueError(f"workload name '{_shown(value)}': use letters, digits, '.', '_' or '-', "
-                         "starting with a letter or digit")
-    return value
+    return _matching(value, "workload name", _MODEL_PART, "workload name '{}': use letters, digits, '.', '_' "
+                     "or '-', starting with a letter or digit")
 
 
 def model_folder(value: str) -> str:
