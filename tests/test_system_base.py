@@ -110,3 +110,65 @@ def test_offline_overlay_without_uv_from_find_links(tmp_path, monkeypatch):
     assert "--no-index" in log and "--index-url" not in log
     lock = (env.path / "lock.txt").read_text()
     assert "packaging==24.1" in lock and "packaging==23.2" not in lock
+
+
+VARIANT_STACK = STACK + """\
+overrides:
+  - name: six-new
+    models: ["org/needs-new-six"]
+    pins:
+      six: "1.17.0"
+    reason: "this model needs six 1.17.0; the interpreter holds 1.16.0"
+"""
+
+
+def version_and_file(python: Path, module: str) -> tuple[str, str]:
+    out = subprocess.run([str(python), "-c", f"import {module}; print({module}.__version__); print({module}.__file__)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_override_variant_shadows_the_interpreters_version(tmp_path, installer):
+    """As 0.26-h200+gemma4-tf5.14.1 on the H200: the image holds transformers 5.17.0, the variant pins
+    5.14.1. The variant must install its pin into its own overlay, shadowing the interpreter's copy;
+    the base leg keeps the interpreter's; the interpreter is not touched; the manifest says so."""
+    uv = find_uv()
+    interp = tmp_path / "interp"  # pip in it: the device's installer is the pip fallback (no uv there)
+    subprocess.run([uv, "venv", "-q", "--python", "3.11", str(interp)], check=True)
+    system_python = interp / "bin" / "python"
+    subprocess.run([uv, "pip", "install", "-q", "--python", str(system_python), "pip", "six==1.16.0"], check=True)
+    (tmp_path / "stacks").mkdir()
+    (tmp_path / "patches").mkdir()
+    (tmp_path / "stacks" / "sys.yaml").write_text(VARIANT_STACK.format(python=system_python, version="3.11"))
+    sf = load_stack_file(tmp_path / "stacks" / "sys.yaml")
+    builder = VenvBuilder(tmp_path / "venvs", tmp_path / "patches", log=lambda m: None)
+    if installer == "pip":
+        builder.installer = PipInstaller()
+    assert sf.stack.override_for("org/needs-new-six").name == "six-new"
+
+    base = builder.ensure(sf)
+    variant = builder.ensure(sf, "six-new")
+    assert variant.path == tmp_path / "venvs" / "sys+six-new" and variant.path != base.path
+
+    # what each venv imports
+    assert version_and_file(base.python, "six") == ("1.16.0", version_and_file(system_python, "six")[1])
+    v_version, v_file = version_and_file(variant.python, "six")
+    assert v_version == "1.17.0" and v_file.startswith(str(variant.path))
+    assert version_and_file(system_python, "six")[0] == "1.16.0"  # the interpreter itself is untouched
+
+    # what each manifest says
+    assert base.manifest["from_system"] == ["six"] and base.manifest["overlay"] == ["packaging"]
+    assert base.manifest["shadowed"] == {} and base.manifest["packages"]["six"] == "1.16.0"
+    m = variant.manifest
+    assert m["variant"] == "six-new" and m["variant_reason"].startswith("this model needs six 1.17.0")
+    assert m["pins"] == {"six": "1.17.0", "packaging": "24.1"}
+    assert m["from_system"] == [] and m["overlay"] == ["packaging", "six"]
+    assert m["shadowed"] == {"six": "1.16.0"}
+    assert m["packages"]["six"] == "1.17.0"
+    # the resolved set: the variant's lock is what it imports, not the interpreter's copy
+    lock = (variant.path / "lock.txt").read_text()
+    assert "six==1.17.0" in lock and "six==1.16.0" not in lock and "packaging==24.1" in lock
+    assert "six==1.16.0" in (base.path / "lock.txt").read_text()
+    # rebuilt from scratch only when the variant's pins change: a second ensure is a no-op
+    assert builder.ensure(sf, "six-new").manifest["built_at"] == m["built_at"]

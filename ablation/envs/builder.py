@@ -279,7 +279,11 @@ class VenvBuilder:
         interpreter's own site-packages through a .pth file (this works when that
         interpreter is itself a venv, where --system-site-packages would not). Pins the
         interpreter already satisfies are reused; the others are installed into the
-        venv without dependencies: the stack names the whole overlay. Returns the
+        venv without dependencies: the stack names the whole overlay. A pin the
+        interpreter holds at another version (an override variant's transformers, say)
+        goes into the overlay too, which shadows the interpreter's copy (the venv's
+        site-packages comes first on sys.path) without touching it; the manifest names
+        each such pin with the interpreter's version under `shadowed`. Returns the
         interpreter, what the manifest records, and every visible distribution's version.
         """
         s = sf.stack
@@ -309,8 +313,10 @@ class VenvBuilder:
         if wrong:
             detail = ", ".join(f"{n}=={pins[n]} (found {v or 'nothing'})" for n, v in wrong.items())
             raise AblationError(f"{sf.path}: field 'packages': after the overlay, {detail}")
+        shadowed = {n: have[_canon(n)] for n in sorted(overlay) if _canon(n) in have}
         return python, {"system_python": s.system_python, "system_site_packages": sorted({purelib, platlib}),
-                        "from_system": sorted(set(pins) - set(overlay)), "overlay": sorted(overlay)}, now
+                        "from_system": sorted(set(pins) - set(overlay)), "overlay": sorted(overlay),
+                        "shadowed": shadowed}, now
 
     def _apply_patches(self, sf: StackFile, python: Path, log_file) -> list[dict]:
         applied = []
