@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from helpers import REPO
 
 SCRIPT = REPO / "scripts" / "device-stage"
@@ -89,3 +91,60 @@ def test_download_names_every_manylinux_tag_the_device_accepts():
     tags = stage_mod.platform_tags()
     assert {f"manylinux_2_{n}_x86_64" for n in range(5, 40)} <= set(tags)
     assert "manylinux_2_18_x86_64" in tags and "manylinux_2_40_x86_64" not in tags
+
+
+def stage_module():
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader("device_stage", str(SCRIPT))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader("device_stage", loader))
+    loader.exec_module(mod)
+    return mod
+
+
+def test_download_stages_every_override_variants_pins_too(tmp_path):
+    """A variant venv (<leg>+<name>) is the leg's pins updated with its own: one staging must bring
+    what the leg and all its variants install on the device, each wheel once."""
+    (tmp_path / "leg.yaml").write_text(
+        'packages:\n  torch: "2.11.0"\n  transformers: "5.17.0"\n  tokenizers: "0.23.2"\n  vllm: "0.26.0"\n'
+        'overrides:\n'
+        '  - name: gemma4-tf5.14.1\n    models: [m]\n    pins: {transformers: "5.14.1", tokenizers: "0.22.2"}\n'
+        '    reason: r\n'
+        '  - name: same-as-leg\n    models: [n]\n    pins: {vllm: "0.26.0", Transformers: "5.14.1"}\n    reason: r\n')
+    (tmp_path / "freeze.txt").write_text("torch==2.11.0\ntransformers==5.17.0\ntokenizers==0.23.2\n")
+    assert stage_module().stack_overlay(str(tmp_path / "leg.yaml"), str(tmp_path / "freeze.txt")) == [
+        "vllm==0.26.0", "transformers==5.14.1", "tokenizers==0.22.2"]
+
+
+def test_shipped_0_26_h200_staging_adds_exactly_the_gemma4_variants_wheels(tmp_path):
+    import yaml
+
+    mod = stage_module()
+    stack, freeze = REPO / "stacks/0.26-h200.yaml", str(REPO / "stacks/0.26-h200.system-freeze.txt")
+    without = yaml.safe_load(stack.read_text())
+    without.pop("overrides")
+    (tmp_path / "leg.yaml").write_text(yaml.safe_dump(without))
+    leg_only = mod.stack_overlay(str(tmp_path / "leg.yaml"), freeze)
+    everything = mod.stack_overlay(str(stack), freeze)
+    assert everything[:len(leg_only)] == leg_only
+    assert everything[len(leg_only):] == ["transformers==5.14.1", "tokenizers==0.22.2"]
+
+
+def test_download_rounds_name_each_package_once_per_pip_call():
+    rounds = stage_module().download_rounds(["six==1.16.0", "idna==3.7", "Six==1.17.0", "six==1.15.0"])
+    assert rounds == [["six==1.16.0", "idna==3.7"], ["Six==1.17.0"], ["six==1.15.0"]]
+
+
+@pytest.mark.uv  # needs PyPI, as the uv tier does
+def test_download_from_pypi_brings_the_leg_and_its_variant(tmp_path):
+    """The real verb, from PyPI: a variant pinning another version of one of the leg's pins (pip
+    refuses both in one call) gets its own wheel beside the leg's."""
+    (tmp_path / "leg.yaml").write_text(
+        'packages:\n  six: "1.16.0"\n  idna: "3.7"\n'
+        'overrides:\n  - name: new-six\n    models: [m]\n    pins: {six: "1.17.0"}\n    reason: r\n')
+    (tmp_path / "freeze.txt").write_text("idna==3.7\n")
+    out = stage(tmp_path, "download", "--stack", "leg.yaml", "--system-freeze", "freeze.txt")
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in (tmp_path / ".stage/wheels").iterdir()) == [
+        "six-1.16.0-py2.py3-none-any.whl", "six-1.17.0-py2.py3-none-any.whl"]
