@@ -24,6 +24,17 @@ _EXC_LINE = re.compile(
 )
 # Wrappers that only say "see above": the cause is an earlier exception.
 _WRAPPERS = ("Engine core initialization failed", "WorkerProc initialization failed", "see stack trace")
+# A vLLM release meeting a library release it was not written for: the model and the engine are
+# each fine, the pair is not, and pinning the library fixes it -- a `dependency` failure, not
+# `runtime-crash` (what the exception's type alone would say) and not `unsupported-model`.
+# Named one by one (lowercase, matched in the signature), each with where it was seen.
+_VERSION_SKEW = (
+    # transformers 5.17.0 raises it (a RuntimeError) when a per-layer attribute of a heterogeneous
+    # config is read globally; vLLM 0.26 reads gemma-4's config.head_dim directly, and with
+    # transformers 5.14.1 the same model runs (shared/seeds/h200-vllm-ablation-report.txt,
+    # "gemma-4-26B: two different failures", H200 and B200; stacks/0.26*.yaml's override).
+    "ambiguousglobalperlayerattributeerror",
+)
 
 
 def engine_facts_from_log(text: str) -> dict:
@@ -46,6 +57,8 @@ def _classify(signature: str) -> str:
     s = signature.lower()
     if "out of memory" in s or "outofmemoryerror" in s or "memoryerror" in s:
         return "oom"
+    if any(skew in s for skew in _VERSION_SKEW):
+        return "dependency"
     if (s.startswith(("importerror", "modulenotfounderror")) or "no module named" in s or "has no attribute" in s
             or "could not load this library" in s or "cannot open shared object" in s or "undefined symbol" in s):
         return "dependency"
