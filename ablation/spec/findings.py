@@ -171,4 +171,4 @@ class SeedFindings(BaseModel):
 
 
 def load_findings(path: Path) -> SeedFindings:
-    return load_yaml_model(path, SeedFindings)
+    return load_yaml_model(path, SeedFindings, docs="docs/comparer.md (seed findings) or ablation/spec/findings.py")
