@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from ablation.cli import main
 from ablation.errors import AblationError
 from ablation.results.canonical import load_canonical
+from ablation.spec.findings import load_findings
 from ablation.spec.scenarios import load_scenarios
 from ablation.spec.stacks import load_stack_file
 
@@ -128,8 +129,8 @@ def test_stack_loader(tmp_path_factory, stem, data):
 def test_any_text_as_a_stack_or_scenario_or_canonical_file(tmp_path_factory, text):
     root = tmp_path_factory.mktemp("raw")
     (root / "stacks").mkdir()
-    for name, load in (("stacks/la.yaml", load_stack_file),
-                       ("table.yaml", load_scenarios), ("CANONICAL.yaml", load_canonical)):
+    for name, load in (("stacks/la.yaml", load_stack_file), ("table.yaml", load_scenarios),
+                       ("CANONICAL.yaml", load_canonical), ("findings.yaml", load_findings)):
         path = root / name
         path.write_bytes(text.encode("utf-8", "surrogatepass"))
         try:
@@ -290,3 +291,43 @@ def test_cli_model_ids(sandbox, model_id):
                "--leg", LEG)
     finally:
         (sandbox / "table.yaml").write_text(TABLE)
+
+
+# --- seed findings (report --seed-findings) --------------------------------------------------------
+
+FINDINGS = yaml.safe_load((Path(__file__).resolve().parent.parent / "scenarios" / "seed-findings-h200.yaml")
+                          .read_text())
+
+
+@FUZZ
+@given(where=st.sampled_from(["name", "source", "legs", "seed_requests", "ratio.group", "ratio.model",
+                              "ratio.workload", "ratio.baseline", "ratio.kind", "seed.ratio", "seed.baseline",
+                              "seed.passes", "expect.leg", "expect.variant", "expect.cause", "expect.seed",
+                              "expect.value", "expect.status"]),
+       value=st.one_of(scalars, st.dictionaries(hostile_text, scalars, max_size=2)))
+def test_findings_loader(tmp_path_factory, where, value):
+    """One field of the real findings file replaced by a hostile value: a one-line error, or findings
+    whose text can sit in a Markdown table cell and whose numbers are finite and positive."""
+    import copy
+
+    data = copy.deepcopy(FINDINGS)
+    head, _, tail = where.partition(".")
+    target = {"ratio": data["ratios"][0], "seed": data["ratios"][0]["seed"],
+              "expect": data["outcomes"][0]["expect"][0]}.get(head, data)
+    target[tail or head] = value
+    path = tmp_path_factory.mktemp("find") / "findings.yaml"
+    write_yaml(path, data)
+    try:
+        fs = load_findings(path)
+    except AblationError as exc:
+        one_line(exc)
+        return
+    for f in fs.ratios:
+        for text in (f.group, f.model, f.workload, f.baseline, f.candidate, fs.legs[f.baseline]):
+            assert "|" not in text and text.isprintable() and text.strip(), text
+        for x in (f.seed.ratio, f.seed.baseline, f.seed.candidate):
+            assert math.isfinite(x) and x > 0
+    for o in fs.outcomes:
+        for e in o.expect:
+            for text in (e.seed, e.cause or "x", e.leg, fs.legs[e.leg]):
+                assert "|" not in text and text.isprintable() and text.strip(), text

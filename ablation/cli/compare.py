@@ -12,6 +12,11 @@ from ablation.errors import AblationError
 
 def _load_selected(paths: tuple[Path, ...], canonical_path: Path | None):
     """Results under PATHS, reduced to one authoritative run per (leg, model)."""
+    return _load_both(paths, canonical_path)[1]
+
+
+def _load_both(paths: tuple[Path, ...], canonical_path: Path | None):
+    """(every result loaded, the selection: one authoritative run per (leg, model))."""
     from ablation.results.canonical import FILENAME, load_canonical, select
     from ablation.results.store import load_results
 
@@ -23,7 +28,7 @@ def _load_selected(paths: tuple[Path, ...], canonical_path: Path | None):
         canonical_path = found[0] if found else None
     canonical = load_canonical(canonical_path) if canonical_path else None
     selected, _ = select(rs, canonical)
-    return selected
+    return rs, selected
 
 
 def _legs_option(legs: str | None, rs) -> list[str]:
@@ -153,18 +158,24 @@ def compare_arch(a, b, names, threshold, allow_mismatch, all_rows):
 @BASELINE_OPT
 @BRIDGE_OPT
 @CANONICAL_OPT
+@click.option("--seed-findings", "seed_findings", type=click.Path(path_type=Path), default=None,
+              help="a findings file (scenarios/seed-findings-h200.yaml): adds the 'Seed vs this tool' section")
 @one_line_errors
-def report(paths, out_dir, other, names, threshold, legs, baseline, bridge, canonical_path):
+def report(paths, out_dir, other, names, threshold, legs, baseline, bridge, canonical_path, seed_findings):
     """REPORT.md, tables/*.csv, report.json and index.html with plots, all from results."""
     from ablation.analysis.crossarch import check_same_table
+    from ablation.report.seedcheck import SeedCheck
     from ablation.report.write import ReportInput, write_report
     from ablation.results.machines import machine_name
+    from ablation.spec.findings import load_findings
 
     threshold, given = _threshold_option(threshold), _names_option(names)
-    rs = _load_selected(paths, canonical_path)
+    findings = load_findings(seed_findings) if seed_findings else None  # a bad file fails before any work
+    loaded, rs = _load_both(paths, canonical_path)
     chosen = _legs_option(legs, rs)
     inp = ReportInput(rs, chosen, _baseline_option(baseline, chosen), threshold=threshold,
-                      bridge=_bridge_option(bridge, rs))
+                      bridge=_bridge_option(bridge, rs),
+                      seed=SeedCheck(findings, seed_findings, loaded) if findings else None)
     if other:
         inp.other = _load_selected((other,), None)
         labels = given or (machine_name(rs), machine_name(inp.other))

@@ -12,6 +12,8 @@ from ablation.analysis.crossarch import failure_attribution, speedup_table
 from ablation.analysis.groups import Group, bridge_table
 from ablation.analysis.stats import ALPHA, CHANGED, CORRECTION_TEXT, METHOD_TEXT, MIN_EFFECT, MIN_REPEATS
 from ablation.analysis.tables import Table
+from ablation.report.seedcheck import SECTION as SEED_SECTION
+from ablation.report.seedcheck import SeedCheck
 from ablation.results.store import ResultSet
 from ablation.util.timestamps import utc_stamp
 
@@ -28,6 +30,7 @@ class ReportInput:
     threshold: float = 1.25
     bridge: str | None = None  # a leg two machines both ran: chained cross-machine ratios, labelled
     notes: list[str] | None = None  # canonical selection notes
+    seed: SeedCheck | None = None  # --seed-findings: the "Seed vs this tool" section
 
 
 def stack_table(rs: ResultSet, legs: list[str]) -> Table:
@@ -186,7 +189,20 @@ def group_sections(inp: ReportInput, gt: GroupTables, level: int, suffix: str) -
     return out
 
 
-def report_markdown(inp: ReportInput, gts: list[GroupTables], bridged: list[Table]) -> str:
+def seed_section(inp: ReportInput, tables: list[Table]) -> list[str]:
+    """The seed's findings beside ours (report/seedcheck.py); nothing without --seed-findings."""
+    if inp.seed is None:
+        return []
+    fs = inp.seed.findings
+    out = [f"## {SEED_SECTION}", "",
+           f"The findings of {fs.source} (`{inp.seed.path}`: {len(fs.ratios)} ratios, "
+           f"{sum(len(o.expect) for o in fs.outcomes)} expected outcomes), each beside what these results measured.",
+           ""]
+    return out + [t.markdown(level=3) for t in tables]
+
+
+def report_markdown(inp: ReportInput, gts: list[GroupTables], bridged: list[Table],
+                    seed: list[Table] | None = None) -> str:
     hashes = sorted(inp.rs.scenario_hashes())
     n = len(gts)
     out = [f"# {report_title(inp, gts)}", "",
@@ -201,6 +217,7 @@ def report_markdown(inp: ReportInput, gts: list[GroupTables], bridged: list[Tabl
             out += [f"## {gt.group.label}", ""] + group_sections(inp, gt, 3, f" · {names[gt.tag]}")
     for t in bridged:
         out += [t.markdown(level=2)]
+    out += seed_section(inp, seed or [])
     lims = []
     for gt in gts:
         lims += [f"{gt.group.label}: {x}" if n > 1 else x for x in limitations(gt.group.rs, gt.tables["throughput"])]

@@ -11,6 +11,7 @@ from ablation.errors import AblationError
 from ablation.report.document import ReportInput, bridged_tables, build_tables, report_markdown
 from ablation.report.html import report_html
 from ablation.report.plots import make_plots
+from ablation.report.seedcheck import seed_tables
 
 __all__ = ["ReportInput", "write_report", "MARKER"]
 
@@ -74,11 +75,13 @@ def _write(inp: ReportInput, out_dir: Path) -> list[Path]:
     groups = group_results(inp.rs)
     gts = build_tables(inp, groups)
     bridged = bridged_tables(inp, groups)
-    md = report_markdown(inp, gts, bridged)
+    seed = seed_tables(inp.seed, groups, inp.rs, inp.legs, inp.baseline) if inp.seed else {}
+    md = report_markdown(inp, gts, bridged, list(seed.values()))
     written = [out_dir / "REPORT.md"]
     (out_dir / "REPORT.md").write_text(md)
     named = {(f"{gt.tag}-{name}" if gt.tag else name): t for gt in gts for name, t in gt.tables.items()}
     named.update({f"bridged-{kind}": t for kind, t in zip(("throughput", "latency"), bridged)})
+    named.update(seed)
     for name, t in named.items():
         (out_dir / "tables" / f"{name}.csv").write_text(t.csv())
         written.append(out_dir / "tables" / f"{name}.csv")

@@ -66,8 +66,10 @@ def read_yaml(path: Path):
         raise AblationError(f"{path}: malformed YAML: {str(exc).splitlines()[0][:200]}") from None
 
 
-def load_yaml_model(path: Path, model: type[M], defaults: dict | None = None) -> M:
-    """Parse `path` as YAML and validate it as `model`; `defaults` fill absent keys."""
+def load_yaml_model(path: Path, model: type[M], defaults: dict | None = None,
+                    docs: str = "docs/stacks.md or docs/scenarios.md") -> M:
+    """Parse `path` as YAML and validate it as `model`; `defaults` fill absent keys; `docs` is where
+    an unknown field's message points for the field list."""
     data = read_yaml(path)
     if not isinstance(data, dict):
         raise AblationError(f"{path}: (top level): expected a mapping of fields, got {type(data).__name__}")
@@ -81,5 +83,5 @@ def load_yaml_model(path: Path, model: type[M], defaults: dict | None = None) ->
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            msg = "unknown field; check the spelling against the field list in docs/stacks.md or docs/scenarios.md"
+            msg = f"unknown field; check the spelling against the field list in {docs}"
         raise AblationError(f"{path}: field '{_field_path(err['loc'])}': {msg}{more}") from None

@@ -1,0 +1,222 @@
+"""`ablation report --seed-findings`: the seed's findings beside what our results measured.
+
+Real result records (tests/resultfactory.py), the real CLI in a subprocess, the real findings file
+where it fits (scenarios/seed-findings-h200.yaml)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+from helpers import REPO, one_line_error, run_cli
+from resultfactory import write_result
+
+FINDINGS = REPO / "scenarios" / "seed-findings-h200.yaml"
+LLAMA, OMNI, QWEN2VL = "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-Omni-7B", "Qwen/Qwen2-VL-7B-Instruct"
+MAMBA, GEMMA = "state-spaces/mamba-2.8b-hf", "google/gemma-4-26B-A4B-it"
+HARNESS = {"schema": "vllm-ablation/harness/1"}
+VIDEO = {"num_requests": 200, "num_seqs": 200,
+         "media": {"type": "video", "sizes": {"frames": 32, "width": 224, "height": 224, "fps": 2.0}}}
+H200 = {"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-1"}]}
+
+
+def tables(md: str) -> dict[str, list[dict[str, str]]]:
+    """REPORT.md's tables by their heading (`### title`), each row as {column: cell}."""
+    out, title, head = {}, None, None
+    for line in md.splitlines():
+        if line.startswith("#"):
+            title, head = line.lstrip("#").strip(), None
+        elif line.startswith("|") and not line.startswith("|---"):
+            cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+            if head is None:
+                head = cells
+                out[title] = []
+            else:
+                out[title].append(dict(zip(head, cells)))
+    return out
+
+
+def report(tmp_path: Path, *paths: Path, findings: Path = FINDINGS, extra: tuple = ()) -> tuple[str, Path]:
+    out = tmp_path / "rep"
+    proc = run_cli("report", *map(str, paths), "--seed-findings", str(findings), "--out", str(out), *extra)
+    assert proc.returncode == 0, proc.stderr
+    return (out / "REPORT.md").read_text(), out
+
+
+def seed_row(md: str, model: str, comparison: str) -> dict[str, str]:
+    rows = [r for r in tables(md)["Seed findings: ratios"] if r["model"] == model and r["comparison"] == comparison]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+def video_run(root: Path, old: list[float], new: list[float], legs=("0.26-h200", "0.29-h200")) -> Path:
+    """Qwen2-VL video on two legs, repeats interleaved, as the kept H200 run recorded it."""
+    for leg, values in zip(legs, (old, new)):
+        for i, v in enumerate(values, 1):
+            write_result(root, leg, QWEN2VL, {"video": v}, repeat=i, machine=H200, spec={"load_format": "dummy"},
+                         workload_extra=VIDEO, harness=HARNESS)
+    return root
+
+
+def test_repeated_finding_gets_the_compare_tables_own_cell_with_its_arrow_and_the_data_differences(tmp_path):
+    run = video_run(tmp_path / "video", [1000, 1012, 990], [1200, 1190, 1215])
+    md, out = report(tmp_path, run)
+    row = seed_row(md, QWEN2VL, "29/26")
+    compare_cell = next(r["29/26"] for r in tables(md)["Throughput (tok/s, higher is better)"]
+                        if r["model"] == QWEN2VL)
+    assert "↑ [" in compare_cell  # a measured change, with its interval
+    assert row["ours"] == f"{compare_cell}; 1,000 → 1,200 tok/s"
+    assert row["seed"] == "1.14x (1,674 → 1,905 tok/s, 1 pass)"
+    assert row["finding"] == "SSM and audio gains" and row["workload"] == "video"
+    assert row["our samples"] == "0.26-h200: 3, 0.29-h200: 3"
+    assert row["differences in data"] == ("dummy weights; synthetic video (32 frames 224x224); "
+                                          "synthetic token-id prompts; 200 requests (seed: 1,000)")
+    # the same table in every artefact
+    data = json.loads((out / "report.json").read_text())["tables"]["seed-ratios"]["rows"]
+    cell = next(d for d in data if d["model_id"] == QWEN2VL)
+    assert cell["estimate"]["verdict"] == "faster" and cell["values"]["0.29-h200"] == [1200, 1190, 1215]
+    assert cell["holm_family"] == "this group's compare tables"
+    with (out / "tables" / "seed-ratios.csv").open() as fh:
+        assert any(r["ours"] == row["ours"] for r in csv.DictReader(fh))
+    assert "<td>" + row["ours"] + "</td>" in (out / "index.html").read_text()
+
+
+def test_a_pair_that_is_no_column_of_the_compare_tables_says_which_holm_family_judged_it(tmp_path):
+    run = video_run(tmp_path / "video", [1000, 1012, 990], [1200, 1190, 1215])
+    for i in (1, 2, 3):
+        write_result(run, "0.18-h200", QWEN2VL, {"video": 1000}, repeat=i, machine=H200)
+    md, _ = report(tmp_path, run, extra=("--baseline", "0.18-h200"))
+    row = seed_row(md, QWEN2VL, "29/26")
+    assert row["ours"].startswith("1.20x ↑ [")
+    assert row["ours"].endswith("; Holm family: 0.26-h200 and 0.29-h200 alone (not a column of the compare tables)")
+
+
+def test_a_single_pass_finding_has_its_ratio_and_no_verdict(tmp_path):
+    run = tmp_path / "llama"
+    for leg, v in (("0.18-h200", 109.0), ("0.26-h200", 167.0)):
+        write_result(run, leg, LLAMA, {"long-context": v, "mixed": 12000.0}, machine=H200,
+                     spec={"load_format": "dummy"}, workload_extra={"num_requests": 64}, harness=HARNESS)
+    md, _ = report(tmp_path, run)
+    row = seed_row(md, LLAMA, "26/18")
+    assert row["ours"] == "1.53x (1 pass, no verdict); 109 → 167 tok/s"
+    assert row["seed"] == "1.53x (109 → 167 tok/s, 1 pass)"
+    assert row["our samples"] == "0.18-h200: 1, 0.26-h200: 1"
+    assert row["differences in data"] == "dummy weights; synthetic token-id prompts"  # 64 requests, as the seed
+
+
+def test_missing_legs_models_and_failures_are_rows_that_say_why(tmp_path):
+    run = tmp_path / "mixed"
+    write_result(run, "0.26-h200", OMNI, {"audio": 4000.0}, machine=H200)  # no 0.18-h200, no 0.29-h200 leg
+    write_result(run, "0.18-h200", MAMBA, {}, status="FAIL", machine=H200,
+                 cause={"class": "runtime-crash", "signature": "RuntimeError: selective_scan failed"})
+    write_result(run, "0.26-h200", MAMBA, {"mixed": 8700.0}, machine=H200)
+    md, _ = report(tmp_path, run)
+    ratios = tables(md)["Seed findings: ratios"]
+    assert len(ratios) == 7  # every finding has its row, measured or not
+    assert seed_row(md, OMNI, "29/26")["ours"] == "not measured: leg 0.29-h200 not in the results"
+    assert seed_row(md, OMNI, "26/18")["ours"] == f"not measured: no result for {OMNI} on 0.18-h200"
+    assert seed_row(md, LLAMA, "26/18")["ours"] == f"not measured: {LLAMA} not in the results"
+    mamba = seed_row(md, MAMBA, "26/18")
+    assert mamba["ours"] == "not measured: FAIL on 0.18-h200 (runtime-crash: RuntimeError: selective_scan failed)"
+    assert mamba["our samples"] == "0.18-h200: FAIL, 0.26-h200: 1"
+
+
+def test_legs_in_different_groups_are_not_a_ratio(tmp_path):
+    write_result(tmp_path / "a", "0.18-h200", LLAMA, {"long-context": 109.0}, machine=H200, sha="table-a")
+    write_result(tmp_path / "b", "0.26-h200", LLAMA, {"long-context": 167.0}, machine=H200, sha="table-b")
+    md, _ = report(tmp_path, tmp_path / "a", tmp_path / "b")
+    assert seed_row(md, LLAMA, "26/18")["ours"].startswith(
+        "not measured: 0.18-h200 and 0.26-h200 ran meta-llama/Llama-3.1-8B-Instruct in different groups")
+    # a group that ran both legs gives the ratio, and names itself when the report has several groups
+    for leg, v in (("0.18-h200", 100.0), ("0.26-h200", 150.0)):
+        write_result(tmp_path / "c", leg, LLAMA, {"long-context": v}, sha="table-c",
+                     machine={"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-2"}]})  # a second H200
+    md, _ = report(tmp_path, tmp_path / "a", tmp_path / "b", tmp_path / "c")
+    assert seed_row(md, LLAMA, "26/18")["ours"] == (
+        "1.50x (1 pass, no verdict); 100 → 150 tok/s; group NVIDIA H200 [2] · table t")
+
+
+def gemma_runs(root: Path, base_signature: str) -> list[Path]:
+    """The seed's gemma-4 story as runs record it: 0.18 FAIL; 0.26 FAIL in its base venv (an
+    earlier run); 0.26 PASS in the override variant (a later run, so canonical selection keeps it)."""
+    write_result(root / "gemma-base", "0.18-h200", GEMMA, {}, status="FAIL", machine=H200, started_at=100,
+                 cause={"class": "unsupported-model", "signature": "ValueError: The checkpoint you are trying to "
+                        "load has model type `gemma4` but Transformers does not recognize this architecture"})
+    write_result(root / "gemma-base", "0.26-h200", GEMMA, {}, status="FAIL", machine=H200, started_at=100,
+                 cause={"class": "runtime-crash", "signature": base_signature})
+    write_result(root / "gemma-variant", "0.26-h200", GEMMA, {"mixed": 8100.0}, machine=H200, started_at=200,
+                 variant="gemma4-tf5.14.1", spec={"load_format": "dummy"}, harness=HARNESS,
+                 workload_extra={"num_requests": 200})
+    return [root / "gemma-base", root / "gemma-variant"]
+
+
+def test_gemma_expected_outcomes_are_matched_per_leg_and_variant(tmp_path):
+    md, _ = report(tmp_path, *gemma_runs(tmp_path, "AmbiguousGlobalPerLayerAttributeError: 'head_dim' is a "
+                                                   "per-layer attribute and may vary across layers"))
+    rows = {(r["leg"], r["variant"]): r for r in tables(md)["Seed findings: expected outcomes"]}
+    assert list(rows) == [("0.18 → 0.18-h200", "base"), ("0.26 → 0.26-h200", "base"),
+                          ("0.26 → 0.26-h200", "gemma4-tf5.14.1")]
+    r18 = rows[("0.18 → 0.18-h200", "base")]
+    assert r18["observed"].startswith("FAIL: unsupported-model: ValueError: The checkpoint")
+    assert r18["expected"] == "FAIL, signature contains 'model type'" and r18["matches"] == "yes"
+    r26 = rows[("0.26 → 0.26-h200", "base")]
+    assert r26["matches"] == "yes"
+    # the base run is not in the tables (canonical selection kept the variant's PASS): named, not lost
+    assert r26["observed"].endswith("(run gemma-base: left out of the tables by canonical selection)")
+    variant = rows[("0.26 → 0.26-h200", "gemma4-tf5.14.1")]
+    assert variant["observed"] == "PASS, mixed 8,100 tok/s (1 pass)" and variant["matches"] == "yes"
+    assert variant["expected"] == "PASS, mixed 8,471"
+    assert variant["differences in data"] == ("dummy weights; 0.26-h200 in variant gemma4-tf5.14.1; "
+                                              "synthetic token-id prompts; 200 requests (seed: 1,000)")
+
+
+def test_an_outcome_unlike_the_seeds_is_a_mismatch_and_an_absent_one_is_not_observed(tmp_path):
+    base, _ = gemma_runs(tmp_path, "torch.OutOfMemoryError: CUDA out of memory")
+    md, _ = report(tmp_path, base)  # the variant's run is not given
+    rows = {(r["leg"], r["variant"]): r for r in tables(md)["Seed findings: expected outcomes"]}
+    assert rows[("0.26 → 0.26-h200", "base")]["matches"] == (
+        "no: the signature does not contain 'AmbiguousGlobalPerLayerAttributeError'")
+    assert rows[("0.26 → 0.26-h200", "gemma4-tf5.14.1")]["matches"] == "not observed"
+    assert rows[("0.26 → 0.26-h200", "gemma4-tf5.14.1")]["observed"] == (
+        f"not observed: no result for {GEMMA} on 0.26-h200 in variant gemma4-tf5.14.1")
+
+
+def test_without_the_option_the_report_is_the_same_and_the_option_only_adds_its_section(tmp_path):
+    runs = [video_run(tmp_path / "video", [1000, 1012, 990], [1200, 1190, 1215]), *gemma_runs(tmp_path, "x")]
+    plain = tmp_path / "plain"
+    assert run_cli("report", *map(str, runs), "--out", str(plain)).returncode == 0
+    md, out = report(tmp_path, *runs)
+    without = re.sub(r"^Generated .*$", "", (plain / "REPORT.md").read_text(), flags=re.M)
+    section = re.search(r"^## Seed vs this tool\n.*?(?=^## Known limitations)", md, flags=re.M | re.S)
+    assert section and re.sub(r"^Generated .*$", "", md.replace(section.group(0), ""), flags=re.M) == without
+    assert "Seed" not in without
+    assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(
+        [p.name for p in (plain / "tables").iterdir()] + ["seed-outcomes.csv", "seed-ratios.csv"])
+
+
+GOOD = FINDINGS.read_text()
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda t: t.replace("ratio: 1.53,", "ratio: 1.53x,", 1), "ratios.0.seed.ratio"),
+    (lambda t: t.replace("workload: long-context\n", "workload: long-context\n    colour: red\n", 1),
+     "ratios.0.colour': unknown field"),
+    (lambda t: t.replace("    workload: long-context\n", "    workload: long-context\n    workload: mixed\n", 1),
+     "duplicate key 'workload'"),
+    (lambda t: t.replace('baseline: "0.18"', 'baseline: "0.17"', 1), "ratios.0.baseline: leg '0.17'"),
+    (lambda t: t.replace("ratio: 1.53,", "ratio: 1.35,", 1), "seed.ratio 1.35 disagrees with its values"),
+    (lambda t: t.replace("        cause: model type\n", "", 1), "outcomes.0.expect.0': Value error, an expected FAIL"),
+])
+def test_a_bad_findings_file_is_one_error_line_naming_the_file_and_field(tmp_path, edit, field):
+    write_result(tmp_path / "run", "0.26-h200", LLAMA, {"mixed": 1.0})
+    bad = tmp_path / "findings.yaml"
+    text = edit(GOOD)
+    assert text != GOOD
+    bad.write_text(text)
+    line = one_line_error(run_cli("report", str(tmp_path / "run"), "--seed-findings", str(bad),
+                                  "--out", str(tmp_path / "rep")))
+    assert line.startswith(f"error: {bad}: ") and field in line, line
+    assert not (tmp_path / "rep").exists()  # refused before any work
