@@ -105,6 +105,23 @@ def test_tasks_spread_over_nodes_one_at_a_time_and_a_lost_node_is_retried_once(p
     assert all(end <= nxt_start for (_, end), (nxt_start, _) in zip(on_survivor, on_survivor[1:]))
 
 
+def test_the_event_relay_lives_on_the_driver_s_node_not_on_a_node_that_may_be_lost(cluster):
+    # A relay placed on a worker node dies with it, and the driver's next drain raises
+    # ActorDiedError: the run stops instead of recording one node-lost attempt (seen in CI).
+    from ablation.execution.ray_cluster import start_relay
+
+    c, nodes = cluster
+    ray.init(address=c.address, namespace="vllm-ablation-test", log_to_driver=False)
+    try:
+        driver = ray.get_runtime_context().get_node_id()
+        workers = {n.node_id for n in nodes}
+        assert driver not in workers
+        placed = [ray.get(start_relay().node.remote(), timeout=60) for _ in range(8)]
+        assert set(placed) == {driver}, placed
+    finally:
+        ray.shutdown()
+
+
 def _safe(p) -> bool:
     try:
         p.cmdline()

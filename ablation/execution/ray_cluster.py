@@ -95,6 +95,21 @@ class EventRelay:
         out, self.queue = self.queue, []
         return out
 
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+
+def start_relay():
+    """The EventRelay, pinned to the driver's own node: a relay placed on a worker node would die
+    with that node and take the whole run down with it (a lost node must cost one attempt only)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    return ray.remote(num_cpus=0)(EventRelay).options(scheduling_strategy=here).remote()
+
 
 def _event_key(e: dict) -> tuple:
     """Identity of one event, the same in the streamed copy and in the task's returned list."""
@@ -187,7 +202,7 @@ def run_on_ray(jobs: list[RayJob], address: str, progress) -> list[TaskOutcome]:
     _connect(address)
     gpus = ray.cluster_resources().get("GPU", 0)
     remote = ray.remote(max_retries=0)(_execute_on_node)
-    relay = ray.remote(num_cpus=0)(EventRelay).remote()
+    relay = start_relay()
     streamed: set[tuple] = set()
     runs = {job.ctx.run_id: job.ctx for job in jobs}
 
