@@ -135,16 +135,24 @@ def differences(records: list[TaskResult], workload: str | None, seed_requests: 
 
 
 class _Estimates:
-    """family_estimates per (group, legs, baseline), computed once: the compare tables' own cells."""
+    """What the compare tables compute per group, computed once for every finding: the cells
+    (`collect`, per kind) and the estimates (`family_estimates`, per legs and baseline)."""
 
     def __init__(self):
-        self._cache: dict[tuple, dict] = {}
+        self._estimates: dict[tuple, dict] = {}
+        self._cells: dict[tuple, dict] = {}
 
     def get(self, g: Group, legs: list[str], baseline: str | None) -> dict:
         key = (id(g), tuple(legs), baseline)
-        if key not in self._cache:
-            self._cache[key] = family_estimates(g.rs, legs, baseline)
-        return self._cache[key]
+        if key not in self._estimates:
+            self._estimates[key] = family_estimates(g.rs, legs, baseline)
+        return self._estimates[key]
+
+    def cells(self, g: Group, kind: str) -> dict:
+        key = (id(g), kind)
+        if key not in self._cells:
+            self._cells[key] = collect(g.rs, kind)
+        return self._cells[key]
 
 
 def _not_measured(f: RatioFinding, old: str, new: str, rs: ResultSet, order: list[str]) -> str:
@@ -174,7 +182,7 @@ def _measured(f: RatioFinding, g: Group, old: str, new: str, order: list[str], b
                             for leg, st in states.items())
         why = "; ".join(f"{st[0]} on {leg} ({st[1]})" for leg, st in bad)
         return f"not measured: {why}", samples, both, {"measured": False, "reason": why}
-    cells = collect(g.rs, f.kind)
+    cells = cache.cells(g, f.kind)
     labels = workload_labels(g.rs)
     keys = [k for k in cells if k.model_id == f.model and labels.get((k.model_id, k.workload), k.workload) == f.workload
             and old in cells[k] and new in cells[k]]
@@ -186,17 +194,18 @@ def _measured(f: RatioFinding, g: Group, old: str, new: str, order: list[str], b
     legs = g.legs(order)
     base = baseline if baseline in legs else None
     pairs = leg_pairs(legs, base)
-    family = "this group's compare tables"
-    if (old, new) in pairs:
-        est = cache.get(g, legs, base)[f.kind][(key, pairs.index((old, new)))]
-    else:  # not a column of the compare tables: the two legs judged alone
+    alone = (old, new) not in pairs  # not a column of the compare tables: the two legs judged alone
+    if alone:
         est = cache.get(g, [old, new], None)[f.kind][(key, 0)]
         family = f"{old} and {new} alone (not a column of the compare tables)"
+    else:
+        est = cache.get(g, legs, base)[f.kind][(key, pairs.index((old, new)))]
+        family = "this group's compare tables"
     values = cells[key]
     med = {leg: statistics.median(values[leg]) for leg in (old, new)}
     shown = " → ".join(format_measure(med[leg], relative_uncertainty(values[leg])) for leg in (old, new))
     ours = f"{format_ratio(est)}; {shown} {UNITS[f.kind]}"
-    if family != "this group's compare tables":
+    if alone:
         ours += f"; Holm family: {family}"
     samples = ", ".join(f"{leg}: {len(values[leg])}" for leg in (old, new))
     data = {"measured": True, "estimate": est.as_dict(), "values": {leg: values[leg] for leg in (old, new)},
