@@ -164,13 +164,51 @@ def test_gemma_expected_outcomes_are_matched_per_leg_and_variant(tmp_path):
     assert r18["expected"] == "FAIL, signature contains 'model type'" and r18["matches"] == "yes"
     r26 = rows[("0.26 → 0.26-h200", "base")]
     assert r26["matches"] == "yes"
-    # the base run is not in the tables (canonical selection kept the variant's PASS): named, not lost
-    assert r26["observed"].endswith("(run gemma-base: left out of the tables by canonical selection)")
+    # the base venv's run is another environment than the tables' run (the variant's PASS): named as such
+    assert r26["observed"].endswith(
+        "(run gemma-base: another environment than the tables' run; in coverage and failure attribution)")
     variant = rows[("0.26 → 0.26-h200", "gemma4-tf5.14.1")]
     assert variant["observed"] == "PASS, mixed 8,100 tok/s (1 pass)" and variant["matches"] == "yes"
     assert variant["expected"] == "PASS, mixed 8,471"
     assert variant["differences in data"] == ("dummy weights; 0.26-h200 in variant gemma4-tf5.14.1; "
                                               "synthetic token-id prompts; 200 requests (seed: 1,000)")
+
+
+def test_coverage_and_failure_attribution_show_the_base_venv_failure_beside_the_variant_pass(tmp_path):
+    # The issue's gemma-4 story: 0.26 FAILs in its base venv and PASSes in the override variant. The
+    # variant's run is the one the tables use; the base venv's FAIL is an outcome of its own (another
+    # environment), not a superseded attempt, so coverage and failure attribution show it, labelled.
+    sig = "AmbiguousGlobalPerLayerAttributeError: 'head_dim' is a per-layer attribute"
+    runs = gemma_runs(tmp_path, sig)
+    # an older variant attempt that failed is superseded (same environment): it stays out
+    write_result(tmp_path / "gemma-variant-old", "0.26-h200", GEMMA, {}, status="FAIL", machine=H200, started_at=150,
+                 variant="gemma4-tf5.14.1", cause={"class": "runtime-crash", "signature": "OSError: feature extractor"})
+    md, out = report(tmp_path, *runs, tmp_path / "gemma-variant-old")
+    t = tables(md)
+    coverage = {r["leg"]: r for r in t["Coverage"]}
+    assert list(coverage) == ["0.18-h200", "0.26-h200", "0.26-h200 (base venv)"]
+    assert coverage["0.26-h200"]["passing"] == "1/1"
+    assert coverage["0.26-h200 (base venv)"]["passing"] == "0/1" and coverage["0.26-h200 (base venv)"]["failed"] == GEMMA
+    failures = [(r["leg"], r["class"], r["signature"]) for r in t["Failure attribution"]]
+    assert failures == [("0.18-h200", "unsupported-model", failures[0][2]),
+                        ("0.26-h200 (base venv)", "runtime-crash", sig)]
+    assert "OSError" not in md.split("## Seed vs this tool")[0].split("## Warnings")[0]
+    assert "0.26-h200/google/gemma-4-26B-A4B-it in base venv (run gemma-base)" in md  # the warning says so too
+
+
+def test_another_environment_s_values_never_reach_a_value_or_ratio_cell(tmp_path):
+    # both environments passed: the tables' cell is the chosen run's value alone, never the two
+    # pooled as repeats; the base venv's pass shows only as its coverage row
+    write_result(tmp_path / "base", "0.26-h200", GEMMA, {"mixed": 5000.0}, machine=H200, started_at=100)
+    write_result(tmp_path / "variant", "0.26-h200", GEMMA, {"mixed": 8100.0}, machine=H200, started_at=200,
+                 variant="gemma4-tf5.14.1")
+    md, out = report(tmp_path, tmp_path / "base", tmp_path / "variant")
+    t = tables(md)
+    throughput = next(rows for title, rows in t.items() if title.startswith("Throughput"))
+    assert [(r["model"], r["0.26-h200"]) for r in throughput] == [(GEMMA, "8,100")]
+    assert "5,000" not in md and "5000" not in (out / "report.json").read_text()
+    coverage = {r["leg"]: r["passing"] for r in t["Coverage"]}
+    assert coverage == {"0.26-h200": "1/1", "0.26-h200 (base venv)": "1/1"}
 
 
 def test_an_outcome_unlike_the_seeds_is_a_mismatch_and_an_absent_one_is_not_observed(tmp_path):

@@ -54,13 +54,22 @@ def group_results(rs: ResultSet) -> list[Group]:
     for r in rs.results:
         instances.setdefault(machine_of(r), set()).add(machine_instance(r.record.machine))
     groups: dict[GroupKey, list[TaskResult]] = {}
+    cell_group: dict[tuple, GroupKey] = {}  # (leg, model, machine instance) -> its chosen run's group
     for r in rs.results:
         machine = machine_of(r)
         if len(instances[machine]) > 1:
             machine += f" [{machine_instance(r.record.machine) or 'instance not recorded'}]"
         key = GroupKey(r.scenario_sha256, r.record.scenario_table.name, machine)
         groups.setdefault(key, []).append(r)
-    return [Group(k, ResultSet(v, rs.warnings, rs.invalid)) for k, v in groups.items()]
+        cell_group[(r.leg, r.model_id, machine_instance(r.record.machine))] = key
+    # An outcome in another environment goes beside the chosen run of its (leg, model, machine):
+    # it is read against that cell (the same leg and model on the same machine), whatever its table.
+    others: dict[GroupKey, list[TaskResult]] = {}
+    for r in rs.others:
+        key = cell_group.get((r.leg, r.model_id, machine_instance(r.record.machine)))
+        if key is not None:
+            others.setdefault(key, []).append(r)
+    return [Group(k, ResultSet(v, rs.warnings, rs.invalid, others.get(k, []))) for k, v in groups.items()]
 
 
 def _median(values: list[float] | None) -> float | None:

@@ -315,12 +315,13 @@ def verdict_note(max_n: int, in_process: float | None, summary: VerdictSummary |
             "values are printed to 3 significant digits." + measured)
 
 
-def status_by_cell(rs: ResultSet) -> dict[tuple[str, str], tuple[str, str]]:
+def status_by_cell(rs: ResultSet, by_environment: bool = False) -> dict[tuple, tuple[str, str]]:
     """(model, leg) -> (status, detail) from the latest attempts; a model passes on a leg
-    if the latest attempt of any repeat passed. detail: the failure class or the skip reason."""
-    out: dict[tuple[str, str], tuple[str, str]] = {}
+    if the latest attempt of any repeat passed. detail: the failure class or the skip reason.
+    by_environment: keyed (model, leg, environment) instead."""
+    out: dict[tuple, tuple[str, str]] = {}
     for r in latest_attempts(rs.results):
-        key = (r.model_id, r.leg)
+        key = (r.model_id, r.leg, r.environment) if by_environment else (r.model_id, r.leg)
         if out.get(key, ("",))[0] == "PASS":
             continue
         detail = (r.cause.cls if r.cause else "") if r.status == "FAIL" else (r.skip_reason or "")
@@ -352,6 +353,7 @@ def coverage_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
         table.rows.append(row + ([", ".join(invalid) or MISSING] if bad else []))
         table.data.append({"leg": leg, "passing": passing, "failed": failed, "skipped": skipped,
                            "not_run": not_run, "invalid": invalid})
+    _environment_rows(table, rs, legs, bad)
     if skipped:
         reasons = sorted({f"{r.model_id}: {r.skip_reason}" for r in latest if r.status == "SKIP"})
         table.note = (f"The denominator is {len(denominator)}, not {len(models)}: skipped on this machine "
@@ -361,9 +363,32 @@ def coverage_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
     if bad:
         table.note += (f" {len(bad)} results file(s) could not be used (invalid: a malformed or inconsistent "
                        "record, named in the warnings); they count for no ratio.")
+    if rs.others and any(r.leg in legs for r in rs.others):
+        table.note += (" A row 'leg (environment)' is that leg's outcome in another venv than the one its row and "
+                       "every other table use (its base venv beside an override variant, or the reverse), over the "
+                       "models that ran there; it counts in no other row.")
     if rs.warnings:
         table.note += f" {len(rs.warnings)} note(s) about unreadable or excluded results: see the warnings."
     return table
+
+
+def _environment_rows(table: Table, rs: ResultSet, legs: list[str], bad: list) -> None:
+    """Coverage rows for rs.others: per leg and environment, the models that ran in it."""
+    by_env: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
+    for (model, leg, env), st in status_by_cell(ResultSet(rs.others, []), by_environment=True).items():
+        if leg in legs:
+            by_env.setdefault((leg, env), {})[model] = st
+    for leg, env in sorted(by_env, key=lambda k: (legs.index(k[0]), k[1])):
+        status = {m: st for m, (st, _) in by_env[(leg, env)].items()}
+        ran = sorted(m for m, st in status.items() if st != "SKIP")
+        passing = [m for m in ran if status[m] == "PASS"]
+        failed = [m for m in ran if status[m] == "FAIL"]
+        skipped = sorted(m for m, st in status.items() if st == "SKIP")
+        row = [f"{leg} ({env})", f"{len(passing)}/{len(ran)}", ", ".join(failed) or MISSING,
+               ", ".join(skipped) or MISSING, MISSING]
+        table.rows.append(row + ([MISSING] if bad else []))
+        table.data.append({"leg": leg, "environment": env, "passing": passing, "failed": failed, "skipped": skipped,
+                           "not_run": [], "invalid": []})
 
 
 def failures_table(rs: ResultSet) -> Table:
@@ -373,6 +398,13 @@ def failures_table(rs: ResultSet) -> Table:
             cls, sig = (r.cause.cls, r.cause.signature) if r.cause else ("?", "?")
             table.rows.append([r.leg, r.model_id, cls, sig])
             table.data.append({"leg": r.leg, "model_id": r.model_id, "class": cls, "signature": sig})
+    # the same legs' failures in another environment (rs.others), labelled with it
+    for r in sorted(latest_attempts(rs.others), key=lambda r: (r.leg, r.environment, r.model_id, r.repeat)):
+        if r.status == "FAIL":
+            cls, sig = (r.cause.cls, r.cause.signature) if r.cause else ("?", "?")
+            table.rows.append([f"{r.leg} ({r.environment})", r.model_id, cls, sig])
+            table.data.append({"leg": r.leg, "environment": r.environment, "model_id": r.model_id, "class": cls,
+                               "signature": sig, "run_id": r.run_id})
     return table
 
 

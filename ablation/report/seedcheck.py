@@ -268,6 +268,11 @@ def _observed(o: OutcomeFinding, e: Expectation, leg: str, rs: ResultSet, loaded
     """(observed, matches, why not observed, records) for one expected outcome."""
     recs = _of(rs.results, o.model, leg, e.variant)
     where = ""
+    if not recs:
+        recs = _of(rs.others, o.model, leg, e.variant)
+        if recs:
+            runs = ", ".join(sorted({r.run_id for r in recs}))
+            where = f" (run {runs}: another environment than the tables' run; in coverage and failure attribution)"
     if not recs and loaded is not None:
         recs = _of(loaded.results, o.model, leg, e.variant)
         if recs:

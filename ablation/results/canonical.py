@@ -116,7 +116,8 @@ def select(rs: ResultSet, canonical: Canonical | None) -> tuple[ResultSet, list[
         if run not in found:
             raise AblationError(f"{FILENAME}: entry {leg}/{model}{f' on machine {machine}' if machine else ''}: "
                                 f"run '{run}' has no results here (runs found: {', '.join(sorted(found)) or 'none'})")
-    kept = []
+    kept: list[TaskResult] = []
+    others: list[TaskResult] = []
     for cell, runs in cells.items():
         leg, model, machine = cell
         run = chosen.get(cell)
@@ -125,8 +126,28 @@ def select(rs: ResultSet, canonical: Canonical | None) -> tuple[ResultSet, list[
         if run is None:
             run = fallback[cell]
             if len(runs) > 1:
-                others = ", ".join(sorted(r for r in runs if r != run))
+                excluded = ", ".join(sorted(r for r in runs if r != run))
                 notes.append(f"{_cell_name(cell, cells)}: {len(runs)} runs and no CANONICAL entry; using {run}, "
-                             f"excluding {others} (write one with `ablation canonical`)")
+                             f"excluding {excluded} (write one with `ablation canonical`)")
         kept += runs[run]
-    return ResultSet(kept, rs.warnings + notes, rs.invalid), notes
+        others += _other_environments(runs, run)
+    if others:
+        notes.append("outcomes in another environment than the chosen run's (base venv or override variant), shown "
+                     "in coverage and failure attribution only: " + "; ".join(sorted(
+                         {f"{r.leg}/{r.model_id} in {r.environment} (run {r.run_id})" for r in others})))
+    return ResultSet(kept, rs.warnings + notes, rs.invalid, others), notes
+
+
+def _other_environments(runs: dict[str, list[TaskResult]], chosen: str) -> list[TaskResult]:
+    """The results of the newest run (passing first) of each environment the chosen run did not run
+    in: a base-venv FAIL beside a variant's PASS is a finding of its own (the seed's gemma-4 story),
+    not a superseded attempt."""
+    have = {r.variant for r in runs[chosen]}
+    out: list[TaskResult] = []
+    for variant in sorted({r.variant for rs in runs.values() for r in rs} - have, key=lambda v: v or ""):
+        mine = {run: [r for r in rs if r.variant == variant] for run, rs in runs.items() if run != chosen}
+        mine = {run: rs for run, rs in mine.items() if rs}
+        newest_first = sorted(mine, key=lambda run: (_started(mine[run]), run), reverse=True)
+        passing = [run for run in newest_first if any(r.status == "PASS" for r in mine[run])]
+        out += mine[(passing or newest_first)[0]]
+    return out

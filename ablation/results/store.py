@@ -48,6 +48,8 @@ class TaskResult:
     skip_reason = property(lambda self: self.record.skip_reason)
     engine = property(lambda self: self.record.engine)
     scenario_sha256 = property(lambda self: self.record.scenario_table.sha256)
+    # the venv it ran in, as tables name it: the leg's base venv or an override variant
+    environment = property(lambda self: f"variant {self.variant}" if self.variant else "base venv")
 
     @cached_property
     def workloads(self) -> dict[str, WorkloadResult]:
@@ -74,6 +76,10 @@ class ResultSet:
     results: list[TaskResult]
     warnings: list[str]
     invalid: list[InvalidRecord] = field(default_factory=list)
+    # Outcomes of a (leg, model, machine) in another environment than the chosen run's: the leg's
+    # base venv beside an override variant, or the reverse (canonical.select). Coverage and failure
+    # attribution show them, labelled with the environment; no ratio, value or control uses them.
+    others: list[TaskResult] = field(default_factory=list)
 
     def legs(self) -> list[str]:
         """Every leg with a result, usable or not (a leg whose every file is invalid still shows)."""
