@@ -185,3 +185,18 @@ def test_gemma4_processor_loads_and_expands_image_and_video_in_real_transformers
     assert got["image"] == [260, 1, 1] and got["helper"][0] == [260]
     # 4 frames of 96x128 at 70 tokens a frame: 336x432 -> 21*27/9 = 63 each, one <|image>..<image|> per frame
     assert got["video"] == [4 * 63, 4, 4] and got["helper"][1] == [4 * 63]
+
+
+def test_h200_gemma_mm_scenario_gets_the_synthesized_processor_and_sets_no_modality_limits(tmp_path):
+    from ablation.modeldirs.prepare import prepare_model
+    from ablation.spec.scenarios import load_scenarios
+
+    sf = load_scenarios(REPO / "scenarios" / "h200-gemma-mm.yaml")
+    model = sf.table.models[0]
+    assert "limit_mm_per_prompt" not in (model.engine_args or {})
+    prepared = prepare_model(model, sf, tmp_path / "models")
+    assert prepared.path.parent == tmp_path / "models"  # a cached copy; the source directory is untouched
+    assert not (GEMMA_CONFIG.parent / "tokenizer.json").exists()
+    for name in ("tokenizer.json", "tokenizer_config.json", "processor_config.json"):
+        assert (prepared.path / name).is_file()
+    assert json.loads((prepared.path / "tokenizer.json").read_text())["model"]["vocab"]["<|video|>"] == 258884
