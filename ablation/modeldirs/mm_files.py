@@ -85,6 +85,7 @@ GEMMA4_NAMED_TOKENS = {
     "sot_token": "<|turn>", "eot_token": "<turn|>",
 }
 
+
 def _whisper_features(feature_size: int, chunk_s: int) -> dict:
     """WhisperFeatureExtractor at 16 kHz, 25 ms windows, 10 ms hops (large-v3: 128 mel bins, 30 s)."""
     return {
