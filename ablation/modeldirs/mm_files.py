@@ -44,6 +44,48 @@ QWEN3_VIDEO = {**QWEN3_IMAGE, "size": {"shortest_edge": 4096, "longest_edge": 25
                "fps": 2, "min_frames": 4, "max_frames": 768, "do_sample_frames": True}
 
 
+# Gemma 4 (google/gemma-4-*). transformers src/transformers/models/gemma4/convert_gemma4_weights.py, which made
+# the published checkpoints, saves Gemma4Processor(image_seq_length=280) with Gemma4ImageProcessor(
+# image_seq_length=280, max_soft_tokens=280, do_normalize=False, pooling_kernel_size=3), a default
+# Gemma4VideoProcessor and a default Gemma4AudioFeatureExtractor (also on text+vision checkpoints such as
+# 26B-A4B, whose audio_config is null). The values below are those, with the class defaults of transformers
+# 5.24.0 image_processing_gemma4.py / video_processing_gemma4.py / feature_extraction_gemma4.py written out
+# (16-px patches, 3x3 pooling, mean 0 / std 1, rescale 1/255, bicubic; video 70 soft tokens per frame,
+# 32 frames; audio 128 mel bins at 16 kHz, 20 ms frames, 10 ms hops, 0..8 kHz); patch size, pooling kernel
+# and the image budget are read from config.json's vision_config when it states them (26B-A4B: 16, 3, 280).
+GEMMA4_IMAGE = {
+    "image_processor_type": "Gemma4ImageProcessor",
+    "do_convert_rgb": True, "do_resize": True, "do_rescale": True, "do_normalize": False,
+    "image_mean": [0.0, 0.0, 0.0], "image_std": [1.0, 1.0, 1.0],
+    "rescale_factor": 0.00392156862745098, "resample": 3,
+    "patch_size": 16, "pooling_kernel_size": 3, "max_soft_tokens": 280, "image_seq_length": 280,
+}
+GEMMA4_VIDEO = {
+    "video_processor_type": "Gemma4VideoProcessor",
+    "do_convert_rgb": True, "do_resize": True, "do_rescale": True, "do_normalize": True,
+    "image_mean": [0.0, 0.0, 0.0], "image_std": [1.0, 1.0, 1.0],
+    "rescale_factor": 0.00392156862745098, "resample": 3,
+    "patch_size": 16, "pooling_kernel_size": 3, "max_soft_tokens": 70,
+    "num_frames": 32, "do_sample_frames": True, "return_metadata": False,
+}
+GEMMA4_AUDIO = {
+    "feature_extractor_type": "Gemma4AudioFeatureExtractor",
+    "feature_size": 128, "sampling_rate": 16000, "padding_value": 0.0, "padding_side": "right",
+    "return_attention_mask": True, "frame_length_ms": 20.0, "hop_length_ms": 10.0,
+    "min_frequency": 0.0, "max_frequency": 8000.0, "preemphasis": 0.0, "preemphasis_htk_flavor": True,
+    "fft_overdrive": False, "dither": 0.0, "input_scale_factor": 1.0, "mel_floor": 0.001,
+    "per_bin_mean": None, "per_bin_stddev": None,
+}
+# The published tokenizer_config.json's named tokens (the converter's extra_special_tokens; only those whose
+# ids mm_tokens.GEMMA4 establishes). Gemma4Processor reads image/boi/eoi and audio/boa/eoa from the tokenizer
+# and adds <|video|> itself.
+GEMMA4_NAMED_TOKENS = {
+    "image_token": "<|image|>", "boi_token": "<|image>", "eoi_token": "<image|>",
+    "audio_token": "<|audio|>", "boa_token": "<|audio>", "eoa_token": "<audio|>",
+    "sot_token": "<|turn>", "eot_token": "<turn|>",
+}
+
+
 def _whisper_features(feature_size: int, chunk_s: int) -> dict:
     """WhisperFeatureExtractor at 16 kHz, 25 ms windows, 10 ms hops (large-v3: 128 mel bins, 30 s)."""
     return {
@@ -76,6 +118,9 @@ def write_tokenizer(out: Path, family: TokenFamily, vocab_size: int, seed: int =
     if vocab_size < family.end:
         raise AblationError(f"{out}: vocab_size {vocab_size} cannot hold {family.name}'s special ids "
                             f"(up to {family.end - 1})")
+    if family.style == "spm-byte-fallback":
+        _write_text_checked(out, family, _spm_tokenizer_data(family, vocab_size, seed))
+        return
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -93,12 +138,65 @@ def write_tokenizer(out: Path, family: TokenFamily, vocab_size: int, seed: int =
          "normalized": False, "special": s in family.specials}
         for s, i in family.ids().items()
     ]
+    _write_text_checked(out, family, data)
+
+
+def _write_text_checked(out: Path, family: TokenFamily, data: dict) -> None:
+    from tokenizers import Tokenizer
+
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     check = Tokenizer.from_str(text)
     for s, i in family.ids().items():
         if check.token_to_id(s) != i:
             raise AblationError(f"synthesized tokenizer puts {s} at {check.token_to_id(s)}, not {i}")
     (out / "tokenizer.json").write_text(text)
+
+
+def _spm_tokenizer_data(family: TokenFamily, vocab_size: int, seed: int) -> dict:
+    """Gemma's tokenizer shape: a SentencePiece-converted BPE (spaces as U+2581, byte fallback to the 256
+    <0xNN> pieces, <unk> for the rest), the pipeline transformers' GemmaTokenizer rebuilds from the file's
+    vocab and merges. Merges are learned on the synthetic corpus; the learned pieces and the byte pieces take
+    the free ids from 0 up, skipping the family's real ids; with `fill_to_vocab` unreachable filler entries
+    take every id left below vocab_size, so every id the model can emit decodes, as in the published
+    262,144-entry vocabulary."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    # training only: merges stay inside words (GemmaTokenizer's own pre-tokenizer is set below)
+    tok.pre_tokenizer = pre_tokenizers.Split("\u2581", "merged_with_next")
+    tok.train_from_iterator(synthetic_corpus(seed), trainer=trainers.BpeTrainer(
+        vocab_size=TRAINED_VOCAB, special_tokens=[], show_progress=False))
+    data = json.loads(tok.to_str())
+    learned = [t for t, _ in sorted(data["model"]["vocab"].items(), key=lambda kv: kv[1])]
+    pieces = [f"<0x{b:02X}>" for b in range(256)] + learned
+    reserved = family.ids()
+    taken = set(reserved.values())
+    limit = vocab_size if family.fill_to_vocab else family.end
+    free = (i for i in range(limit) if i not in taken)
+    vocab: dict[str, int] = {}
+    for piece in pieces:
+        i = next(free, None)
+        if i is None:
+            raise AblationError(f"vocab_size {vocab_size} cannot hold {family.name}'s tokens and the learned pieces")
+        vocab[piece] = i
+    for i in free:
+        vocab[f"<fill{i}>"] = i
+    vocab.update(reserved)
+    data["model"]["vocab"] = dict(sorted(vocab.items(), key=lambda kv: kv[1]))
+    # the pipeline GemmaTokenizer (transformers 5) builds, so the file alone and the class agree
+    data["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}
+    data["pre_tokenizer"] = {"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious",
+                             "invert": False}
+    data["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"}]}
+    data["added_tokens"] = [
+        {"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": s in family.specials}
+        for s, i in sorted(reserved.items(), key=lambda kv: kv[1])
+    ]
+    return data
 
 
 def _qwen_tokenizer_config(family: TokenFamily, extra: dict | None = None) -> dict:
@@ -111,6 +209,27 @@ def _qwen_tokenizer_config(family: TokenFamily, extra: dict | None = None) -> di
     if extra:
         cfg["extra_special_tokens"] = extra
     return cfg
+
+
+def _gemma4_files(config: dict) -> dict[str, dict]:
+    vision = config.get("vision_config") or {}
+    patch = int(vision.get("patch_size") or 16)
+    pool = int(vision.get("pooling_kernel_size") or 3)
+    budget = int(config.get("vision_soft_tokens_per_image") or vision.get("default_output_length") or 280)
+    image = {**GEMMA4_IMAGE, "patch_size": patch, "pooling_kernel_size": pool, "max_soft_tokens": budget,
+             "image_seq_length": budget}
+    video = {**GEMMA4_VIDEO, "patch_size": patch, "pooling_kernel_size": pool}
+    tokenizer = {
+        "tokenizer_class": "GemmaTokenizer", "processor_class": "Gemma4Processor",
+        "bos_token": "<bos>", "eos_token": "<eos>", "pad_token": "<pad>", "unk_token": "<unk>",
+        "mask_token": "<mask>", "padding_side": "left", "clean_up_tokenization_spaces": False,
+        "extra_special_tokens": dict(GEMMA4_NAMED_TOKENS),
+    }
+    # transformers 5 reads the three sub-processors from processor_config.json (the published layout)
+    processor = {"processor_class": "Gemma4Processor", "image_seq_length": budget, "audio_seq_length": 750,
+                 "audio_ms_per_token": 40, "image_processor": image, "video_processor": video,
+                 "feature_extractor": GEMMA4_AUDIO}
+    return {"tokenizer_config.json": tokenizer, "processor_config.json": processor}
 
 
 def write_processor_files(out: Path, config: dict) -> list[str]:
@@ -149,6 +268,8 @@ def write_processor_files(out: Path, config: dict) -> list[str]:
             "clean_up_tokenization_spaces": False, "errors": "replace", "add_prefix_space": False}
         files["preprocessor_config.json"] = {**_whisper_features(int(config.get("num_mel_bins", 128)), 30),
                                              "processor_class": "WhisperProcessor"}
+    elif mt == "gemma4":
+        files.update(_gemma4_files(config))
     else:
         raise AblationError(f"no tokenizer/processor synthesis for model_type '{mt}'")
     for name, data in files.items():
