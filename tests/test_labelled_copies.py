@@ -33,6 +33,9 @@ DECLARED: dict[str, dict[tuple, tuple]] = {
         **SHORTER_TIMEOUT, ("workloads", "mixed", "num_prompts"): FEWER, ("workloads", "mixed", "num_iters"): (3, 1),
         **{("models", "google/gemma-4-26B-A4B-it", "engine_args", "limit_mm_per_prompt", m): (None, 0)
            for m in ("image", "audio", "video")}},
+    "h200-gemma-mm.yaml": {
+        **SHORTER_TIMEOUT, ("workloads", "mixed", "num_prompts"): FEWER, ("workloads", "mixed", "num_iters"): (3, 1),
+        ("models", "google/gemma-4-26B-A4B-it", "engine_args", "skip_tokenizer_init"): (True, None)},
     "h200-findings-26-18.yaml": {
         **SHORTER_TIMEOUT,
         **{("workloads", w, "num_prompts"): FEWER for w in ("mixed", "audio")}},

