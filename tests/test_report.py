@@ -70,6 +70,22 @@ def test_compare_arch_refuses_different_scenario_tables(tmp_path):
     assert loud.returncode == 0 and loud.stdout.startswith("WARNING: scenario tables differ")
 
 
+def test_canonical_says_which_excluded_run_is_another_environment_shown_in_coverage(tmp_path):
+    root = tmp_path / "results"
+    write_result(root / "base", "0.26-h200", "g", {}, status="FAIL", started_at=100,
+                 cause={"class": "dependency", "signature": "AmbiguousGlobalPerLayerAttributeError"})
+    write_result(root / "variant-old", "0.26-h200", "g", {}, status="FAIL", started_at=150, variant="v",
+                 cause={"class": "runtime-crash", "signature": "OSError"})
+    write_result(root / "variant", "0.26-h200", "g", {"mixed": 8100}, started_at=200, variant="v")
+    assert run_cli("canonical", str(root)).returncode == 0
+    entry = yaml.safe_load((root / "CANONICAL.yaml").read_text())["entries"][0]
+    reasons = {x["run"]: x["reason"] for x in entry["excluded"]}
+    assert entry["run"] == "variant"
+    assert reasons["base"].endswith("another environment (base venv): shown in coverage and failure attribution, "
+                                    "not in values")
+    assert reasons["variant-old"] == "FAIL; variant used"  # the chosen run's own environment: superseded
+
+
 def test_canonical_picks_newest_passing_run_and_is_editable(tmp_path):
     root = tmp_path / "results"
     old = write_result(root / "run-a", "0.29-cpu", "m", {"mixed": 100})

@@ -83,11 +83,15 @@ def default_canonical(rs: ResultSet) -> Canonical:
         chosen = passing[0] if passing else newest_first[0]
         reason = "newest passing run" if passing else "newest run (none passed)"
         excluded = []
+        shown = {r.run_id for r in _other_environments(runs, chosen)}
         for run in newest_first:
             if run == chosen:
                 continue
             statuses = {r.status for r in runs[run]}
             why = f"superseded by {chosen}" if "PASS" in statuses else f"{'/'.join(sorted(statuses))}; {chosen} used"
+            if run in shown:
+                envs = ", ".join(sorted({r.environment for r in runs[run]}))
+                why += f"; another environment ({envs}): shown in coverage and failure attribution, not in values"
             excluded.append(Exclusion(run=run, reason=why))
         entries.append(Entry(leg=leg, model=model, machine=machine, run=chosen, reason=reason, excluded=excluded))
     return Canonical(generated_at=utc_stamp(), entries=entries)
