@@ -59,6 +59,17 @@ def write_yaml(path: Path, data) -> None:
         path.write_text(yaml.safe_dump(data, allow_unicode=False))
 
 
+def load_or_one_line(load, path: Path, data):
+    """Write `data` as YAML to `path` and load it with `load`: what it loaded, or None once its refusal
+    was checked to be one line."""
+    write_yaml(path, data)
+    try:
+        return load(path)
+    except AblationError as exc:
+        one_line(exc)
+        return None
+
+
 def safe_component(name: str) -> None:
     assert name and name not in (".", "..") and "/" not in name and "\0" not in name, name
     assert len(name) <= 210 and name.isprintable() and "|" not in name, name
@@ -173,12 +184,8 @@ def scenario_tables(draw):
 @FUZZ
 @given(data=scenario_tables())
 def test_scenario_loader(tmp_path_factory, data):
-    path = tmp_path_factory.mktemp("scen") / "table.yaml"
-    write_yaml(path, data)
-    try:
-        sf = load_scenarios(path)
-    except AblationError as exc:
-        one_line(exc)
+    sf = load_or_one_line(load_scenarios, tmp_path_factory.mktemp("scen") / "table.yaml", data)
+    if sf is None:
         return
     slugs = [m.slug for m in sf.table.models]
     assert len({s.lower() for s in slugs}) == len(slugs), slugs
@@ -205,12 +212,9 @@ def test_scenario_loader(tmp_path_factory, data):
                                                          "other"]), scalars, max_size=6), max_size=3),
        extra=st.dictionaries(hostile_text, scalars, max_size=2))
 def test_canonical_loader(tmp_path_factory, entries, extra):
-    path = tmp_path_factory.mktemp("can") / "CANONICAL.yaml"
-    write_yaml(path, {"generated_at": "x", "entries": entries, **extra})
-    try:
-        can = load_canonical(path)
-    except AblationError as exc:
-        one_line(exc)
+    can = load_or_one_line(load_canonical, tmp_path_factory.mktemp("can") / "CANONICAL.yaml",
+                           {"generated_at": "x", "entries": entries, **extra})
+    if can is None:
         return
     assert all(isinstance(e.run, str) for e in can.entries)
 
@@ -315,12 +319,8 @@ def test_findings_loader(tmp_path_factory, where, value):
     target = {"ratio": data["ratios"][0], "seed": data["ratios"][0]["seed"],
               "expect": data["outcomes"][0]["expect"][0]}.get(head, data)
     target[tail or head] = value
-    path = tmp_path_factory.mktemp("find") / "findings.yaml"
-    write_yaml(path, data)
-    try:
-        fs = load_findings(path)
-    except AblationError as exc:
-        one_line(exc)
+    fs = load_or_one_line(load_findings, tmp_path_factory.mktemp("find") / "findings.yaml", data)
+    if fs is None:
         return
     for f in fs.ratios:
         for text in (f.group, f.model, f.workload, f.baseline, f.candidate, fs.legs[f.baseline]):
