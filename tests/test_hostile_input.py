@@ -292,6 +292,27 @@ def test_7_nonsense_numbers_and_duplicate_keys_are_refused(project, model, workl
     assert not (project / "results").exists()
 
 
+@pytest.mark.parametrize("config, field", [
+    ({"model_type": "gemma4", "vocab_size": 262144, "vision_config": {"patch_size": "x"}}, "vision_config.patch_size"),
+    ({"model_type": "gemma4", "text_config": {"vocab_size": 262144}, "vision_soft_tokens_per_image": 0},
+     "vision_soft_tokens_per_image"),
+    ({"model_type": "whisper", "vocab_size": 51866, "num_mel_bins": -3}, "num_mel_bins"),
+    ({"model_type": "qwen2_vl", "vocab_size": "152064"}, "vocab_size"),
+    ({"model_type": "qwen2_vl"}, "vocab_size"),
+    ({"model_type": "qwen2_vl", "vocab_size": 1000}, "vocab_size"),  # cannot hold the family's ids
+])
+def test_7_a_config_field_the_tokenizer_synthesis_cannot_use_is_one_line(project, config, field):
+    # a config-only multimodal model directory: its config.json is user input to the synthesis
+    (project / "mm").mkdir()
+    (project / "mm" / "config.json").write_text(json.dumps(config))
+    scen = table(project, ["{id: fault/mm, source: {path: mm}, load_format: dummy, workloads: [mixed]}"])
+    env = {**fault_env(project), "ABLATION_MODELS_ROOT": str(project / "models")}  # no cache from another run
+    line = one_line_error(cli(project, *run_argv(project, scen, "--leg", "la"), env=env))
+    assert str(scen) in line and "models.0.source.path" in line, line
+    assert f"{project / 'mm'}/config.json: field '{field}'" in line, line
+    assert not (project / "results").exists() and list((project / "models").iterdir()) == []  # no half copy left
+
+
 @pytest.mark.parametrize("timeout", ["-5", "nan", "0", "inf"])
 def test_7_timeout_must_be_positive_and_finite(project, timeout):
     line = one_line_error(cli(project, *run_argv(project, project / "table.yaml", "--leg", "la", "--timeout",

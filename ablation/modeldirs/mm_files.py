@@ -104,10 +104,23 @@ def family_of(config: dict) -> TokenFamily | None:
     return FAMILY_BY_MODEL_TYPE.get(_model_type(config))
 
 
+def config_int(config: dict, dotted: str, default: int | None) -> int | None:
+    """The positive integer at `dotted` ('vision_config.patch_size') of a config.json, `default` where
+    it is absent or null; anything else is one error line naming the field (a config is user input)."""
+    value: object = config
+    for key in dotted.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise AblationError(f"config.json: field '{dotted}': expected a positive integer, got {value!r:.60}")
+    return value
+
+
 def _vocab_size(config: dict) -> int | None:
-    for holder in (config, config.get("text_config") or {}, (config.get("thinker_config") or {}).get("text_config") or {}):
-        if holder.get("vocab_size"):
-            return int(holder["vocab_size"])
+    for dotted in ("vocab_size", "text_config.vocab_size", "thinker_config.text_config.vocab_size"):
+        if (vocab := config_int(config, dotted, None)) is not None:
+            return vocab
     return None
 
 
@@ -116,7 +129,7 @@ def write_tokenizer(out: Path, family: TokenFamily, vocab_size: int, seed: int =
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     if vocab_size < family.end:
-        raise AblationError(f"{out}: vocab_size {vocab_size} cannot hold {family.name}'s special ids "
+        raise AblationError(f"config.json: field 'vocab_size': {vocab_size} cannot hold {family.name}'s special ids "
                             f"(up to {family.end - 1})")
     if family.style == "spm-byte-fallback":
         _write_text_checked(out, family, _spm_tokenizer_data(family, vocab_size, seed))
@@ -178,7 +191,8 @@ def _spm_tokenizer_data(family: TokenFamily, vocab_size: int, seed: int) -> dict
     for piece in pieces:
         i = next(free, None)
         if i is None:
-            raise AblationError(f"vocab_size {vocab_size} cannot hold {family.name}'s tokens and the learned pieces")
+            raise AblationError(f"config.json: field 'vocab_size': {vocab_size} cannot hold {family.name}'s tokens and "
+                                "the learned pieces")
         vocab[piece] = i
     for i in free:
         vocab[f"<fill{i}>"] = i
@@ -212,10 +226,10 @@ def _qwen_tokenizer_config(family: TokenFamily, extra: dict | None = None) -> di
 
 
 def _gemma4_files(config: dict) -> dict[str, dict]:
-    vision = config.get("vision_config") or {}
-    patch = int(vision.get("patch_size") or 16)
-    pool = int(vision.get("pooling_kernel_size") or 3)
-    budget = int(config.get("vision_soft_tokens_per_image") or vision.get("default_output_length") or 280)
+    patch = config_int(config, "vision_config.patch_size", 16)
+    pool = config_int(config, "vision_config.pooling_kernel_size", 3)
+    budget = config_int(config, "vision_soft_tokens_per_image",
+                        config_int(config, "vision_config.default_output_length", 280))
     image = {**GEMMA4_IMAGE, "patch_size": patch, "pooling_kernel_size": pool, "max_soft_tokens": budget,
              "image_seq_length": budget}
     video = {**GEMMA4_VIDEO, "patch_size": patch, "pooling_kernel_size": pool}
@@ -266,7 +280,7 @@ def write_processor_files(out: Path, config: dict) -> list[str]:
             "tokenizer_class": "WhisperTokenizer", "bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>",
             "unk_token": "<|endoftext|>", "pad_token": "<|endoftext|>", "model_max_length": 1024,
             "clean_up_tokenization_spaces": False, "errors": "replace", "add_prefix_space": False}
-        files["preprocessor_config.json"] = {**_whisper_features(int(config.get("num_mel_bins", 128)), 30),
+        files["preprocessor_config.json"] = {**_whisper_features(config_int(config, "num_mel_bins", 128), 30),
                                              "processor_class": "WhisperProcessor"}
     elif mt == "gemma4":
         files.update(_gemma4_files(config))
@@ -282,7 +296,7 @@ def whisper_generation_config(config: dict) -> dict:
     return {
         "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|endoftext|>"],
         "pad_token_id": ids["<|endoftext|>"], "decoder_start_token_id": ids["<|startoftranscript|>"],
-        "no_timestamps_token_id": ids["<|notimestamps|>"], "max_length": int(config.get("max_target_positions", 448)),
+        "no_timestamps_token_id": ids["<|notimestamps|>"], "max_length": config_int(config, "max_target_positions", 448),
         "lang_to_id": {f"<|{c}|>": ids[f"<|{c}|>"] for c in WHISPER_LANGUAGES},
         "task_to_id": {"translate": ids["<|translate|>"], "transcribe": ids["<|transcribe|>"]},
         "is_multilingual": True,
@@ -296,7 +310,7 @@ def synthesize(out: Path, config: dict, seed: int = 0) -> list[str]:
         raise AblationError(f"no tokenizer/processor synthesis for model_type '{_model_type(config)}'")
     vocab = _vocab_size(config)
     if vocab is None:
-        raise AblationError(f"{out}: config.json states no vocab_size")
+        raise AblationError("config.json: field 'vocab_size': absent (nor in text_config or thinker_config.text_config)")
     write_tokenizer(out, family, vocab, seed)
     written = ["tokenizer.json", *write_processor_files(out, config)]
     if _model_type(config) == "whisper" and not (out / "generation_config.json").exists():

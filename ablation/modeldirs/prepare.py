@@ -56,7 +56,10 @@ def prepare_model(spec: ModelSpec, scenarios: ScenarioFile, models_root: Path) -
     if not (path / "tokenizer.json").is_file():
         config = _read_config(path / "config.json", f"{scenarios.path}: field 'models.{index}.source.path'")
         if family_of(config) is not None:
-            path = _with_synthesized_files(path, config, models_root)
+            try:
+                path = _with_synthesized_files(path, config, models_root)
+            except AblationError as exc:  # a config field the synthesis cannot use: name the model and file
+                raise AblationError(f"{scenarios.path}: field 'models.{index}.source.path': {path}/{exc}") from None
     return PreparedModel(path, model_digest(path), src.model_dump(exclude_none=True))
 
 
@@ -86,7 +89,11 @@ def _with_synthesized_files(src_dir: Path, config: dict, models_root: Path) -> P
     for f in sorted(src_dir.iterdir()):
         if f.is_file():
             shutil.copy2(f, tmp / f.name)
-    written = synthesize(tmp, config)
+    try:
+        written = synthesize(tmp, config)
+    except BaseException:
+        shutil.rmtree(tmp)  # our own half-written copy
+        raise
     (tmp / "ABLATION_SYNTHESIZED.json").write_text(json.dumps(
         {"source": str(src_dir), "source_digest": digest, "synthesis_version": SYNTHESIS_VERSION,
          "synthesized": written}, indent=2))
