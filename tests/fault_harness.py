@@ -71,6 +71,16 @@ def main():
         with open(os.path.join(os.path.dirname(task["output_path"]), "env.json"), "w") as f:
             json.dump({"harness": dict(os.environ), "worker": child_env}, f)
         write(task, result(task))
+    elif mode == "compile-cache":
+        # Like vLLM's torch.compile cache: an artifact under the leg's VLLM_CACHE_ROOT, written on a
+        # miss and read on a hit; the harness says which (in its environment, as vLLM's log would).
+        art = Path(os.environ["VLLM_CACHE_ROOT"]) / "torch_compile_cache" / "fake-hash" / "rank_0" / "graph.py"
+        hit = art.is_file() and art.read_text() == "compiled\n"
+        if not hit:
+            art.parent.mkdir(parents=True, exist_ok=True)
+            art.write_text("compiled\n")
+        write(task, protocol.result_document(task, result(task)["workloads"], [],
+                                             environment={"compile_cache": "hit" if hit else "miss"}))
     elif mode == "garbage":
         write(task, "{this is not json")
     elif mode == "failed-checks":

@@ -63,6 +63,30 @@ def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
     assert not (device / ".stage/wheels/big-1.0-py3-none-any.whl").exists()
 
 
+def test_cache_archives_travel_with_the_wheels_and_land_in_stage_caches(tmp_path):
+    """scripts/device-caches' archives (.stage/caches) are cut into the same parts as the wheels and
+    assembled, sha256-checked, into .stage/caches, where scripts/device-leg imports them."""
+    here, device = tmp_path / "here", tmp_path / "device"
+    (here / ".stage/wheels").mkdir(parents=True)
+    (here / ".stage/caches").mkdir(parents=True)
+    wheel, cache = os.urandom(1_500_000), os.urandom(800_000)
+    (here / ".stage/wheels/w-1.0-py3-none-any.whl").write_bytes(wheel)
+    (here / ".stage/caches/cache-0.26-h200.tgz").write_bytes(cache)
+    out = stage(here, "split", "--part-bytes", str(1_000_000))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("1 wheels and 1 cache archives")
+    recv = tmp_path / "recv"
+    for p in sorted((here / ".stage/parts").iterdir()):
+        shutil.rmtree(device / ".stage", ignore_errors=True)
+        shutil.copytree(p, device / ".stage/parts" / p.name)
+        assert stage(device, "receive", f".stage/parts/{p.name}", recv=recv).returncode == 0
+    done = stage(device, "assemble", recv=recv)
+    assert done.returncode == 0, done.stderr
+    assert (device / ".stage/wheels/w-1.0-py3-none-any.whl").read_bytes() == wheel
+    assert (device / ".stage/caches/cache-0.26-h200.tgz").read_bytes() == cache
+    assert not (device / ".stage/wheels/cache-0.26-h200.tgz").exists()
+
+
 def test_download_stages_only_the_pins_the_image_lacks(tmp_path):
     """--stack/--system-freeze: what is staged is exactly what the overlay will install there."""
     import importlib.util
@@ -147,3 +171,47 @@ def test_download_from_pypi_brings_the_leg_and_its_variant(tmp_path):
     assert out.returncode == 0, out.stderr
     assert sorted(p.name for p in (tmp_path / ".stage/wheels").iterdir()) == [
         "six-1.16.0-py2.py3-none-any.whl", "six-1.17.0-py2.py3-none-any.whl"]
+
+
+CACHES_SCRIPT = REPO / "scripts" / "device-caches"
+
+
+def test_device_caches_pieces_fit_out_and_join_back_byte_for_byte(tmp_path):
+    """pack -> send (one call's worth at a time) -> join: every archive back, each sha256 checked; a
+    piece that never came back, or came back corrupted, is said and nothing half-joined is kept."""
+    env = {**os.environ, "DEVICE_CACHES_PACKED": str(tmp_path / "packed")}
+    archives = {"cache-0.26-h200.tgz": os.urandom(2_500_000), "cache-0.29-h200.tgz": os.urandom(700_000),
+                "cache-empty.tgz": b""}
+    for name, data in archives.items():
+        (tmp_path / name).write_bytes(data)
+
+    def script(*args, out=None):
+        e = {**env, **({"OUT": str(out)} if out else {})}
+        return subprocess.run([sys.executable, str(CACHES_SCRIPT), *args], capture_output=True, text=True, env=e, cwd=tmp_path)
+
+    packed = script("pack", "--piece-bytes", "1000000", *archives)
+    assert packed.returncode == 0, packed.stderr
+    assert "packed 3 archives" in packed.stdout and "into 5 pieces" in packed.stdout  # 3 + 1 + 1 (the empty one)
+    calls = []
+    for first in (0, 3):
+        out = tmp_path / f"call{first}"
+        sent = script("send", "--first", str(first), out=out)
+        assert sent.returncode == 0, sent.stderr
+        calls.append(out)
+        files = sorted(f.name for f in (out / "caches").iterdir())
+        assert len(files) <= 4 and all(f.replace("-", "").replace(".", "").isalnum() for f in files)
+        assert all(f.stat().st_size <= 16 * 2**20 for f in (out / "caches").iterdir())
+    assert sent.stdout.strip().endswith("every piece sent")
+
+    only_first = script("join", str(calls[0]), "--into", str(tmp_path / "partial"))
+    assert only_first.returncode != 0 and "missing pieces piece-0003, piece-0004" in only_first.stderr
+    joined = script("join", *map(str, calls), "--into", str(tmp_path / "stage"))
+    assert joined.returncode == 0, joined.stderr
+    for name, data in archives.items():
+        assert (tmp_path / "stage" / name).read_bytes() == data
+
+    (calls[0] / "caches" / "piece-0001").write_bytes(b"flipped")
+    bad = script("join", *map(str, calls), "--into", str(tmp_path / "again"))
+    assert bad.returncode != 0 and "corrupt, not kept: cache-0.26-h200.tgz" in bad.stderr
+    assert not (tmp_path / "again" / "cache-0.26-h200.tgz").exists()
+    assert (tmp_path / "again" / "cache-0.29-h200.tgz").read_bytes() == archives["cache-0.29-h200.tgz"]

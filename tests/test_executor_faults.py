@@ -123,7 +123,7 @@ def test_stack_env_and_per_leg_caches_reach_the_workers(tmp_path, scenario_file,
     for who in ("harness", "worker"):
         env = dumped[who]
         assert {k: env.get(k) for k in multicast_off} == multicast_off, who
-        for var in ("VLLM_CACHE_ROOT", "FLASHINFER_WORKSPACE_BASE", "TRITON_CACHE_DIR"):
+        for var in ("VLLM_CACHE_ROOT", "FLASHINFER_WORKSPACE_BASE", "TRITON_CACHE_DIR", "CUDA_CACHE_PATH"):
             assert env[var].startswith(venv), (who, var, env[var])
         assert "PYTHONPATH" not in env, who
         assert env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0", who  # the table's engine_env, on every leg

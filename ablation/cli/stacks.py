@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ablation.cli.app import _builder, _stacks, main, one_line_errors
+from ablation.errors import AblationError, one_line
 
 
 @main.group()
@@ -21,8 +22,6 @@ def stacks():
 def stacks_list(ctx):
     """One line per leg: engine, platform, and whether its venv is built."""
     sd, builder = _stacks(ctx), _builder(ctx)
-    from ablation.errors import AblationError
-
     for leg in sd.legs():
         try:
             sf = sd.load(str(sd.root / f"{leg}.yaml"))  # by path: a refusal names the file
@@ -91,6 +90,84 @@ def stacks_build(ctx, legs, variant, all_variants, force):
         for v in variants:
             env = builder.ensure(sf, v, force=force)
             click.echo(f"{env.path}  lock sha256 {env.lock_sha256[:12]}  {len(env.manifest['packages'])} packages")
+
+
+@stacks.group("caches")
+def stacks_caches():
+    """Carry a leg's compile and JIT caches to another machine (disclosed in every result)."""
+
+
+def _built(ctx, leg: str, variant: str | None):
+    from ablation.envs.builder import venv_name
+
+    sf = _stacks(ctx).load(leg)
+    if variant is not None:
+        sf.stack.variant(variant)  # an unknown variant is one error line
+    env = _builder(ctx).existing(sf, variant)
+    if env is None:
+        flag = f" --variant {variant}" if variant else ""
+        raise AblationError(f"{venv_name(sf.leg, variant)}: not built here; run `ablation stacks build {leg}{flag}` first")
+    return env, venv_name(sf.leg, variant)
+
+
+@stacks_caches.command("show")
+@click.argument("leg")
+@click.option("--variant", default=None, help="an override variant's venv")
+@click.pass_context
+@one_line_errors
+def caches_show(ctx, leg: str, variant: str | None):
+    """What LEG's caches hold, and where they came from."""
+    from ablation.envs import caches
+
+    env, name = _built(ctx, leg, variant)
+    click.echo(json.dumps({"venv": name, **caches.state(env.path)}, indent=1))
+
+
+@stacks_caches.command("export")
+@click.argument("leg")
+@click.option("--variant", default=None, help="an override variant's venv")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="the archive to write (.tgz)")
+@click.pass_context
+@one_line_errors
+def caches_export(ctx, leg: str, variant: str | None, out: Path):
+    """Pack LEG's compile and JIT caches, with the venv's name and lock, into one archive."""
+    from ablation.envs import caches
+    from ablation.execution.machine import probe
+
+    env, name = _built(ctx, leg, variant)
+    if out.exists() and not out.is_file():
+        raise AblationError(f"--out {out}: exists and is not a file")
+    m = probe()
+    header = caches.export(env.path, name, env.lock_sha256,
+                           {"hostname": m.hostname, "gpus": [g.name for g in m.gpus]}, out)
+    click.echo(f"{out}: {name}, {header['files']} files, {header['bytes'] / 2**20:.1f} MiB "
+               f"({out.stat().st_size / 2**20:.1f} MiB packed), lock {env.lock_sha256[:12]}")
+
+
+@stacks_caches.command("import")
+@click.argument("archives", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.pass_context
+@one_line_errors
+def caches_import(ctx, archives: tuple[Path, ...]):
+    """Unpack archives made by `export` into the venvs they name, built here from the same lock."""
+    import platform
+
+    from ablation.envs import caches
+    from ablation.spec import identifiers
+
+    for archive in archives:
+        if not archive.is_file():
+            raise AblationError(f"{archive}: no such file")
+        header = caches.read_header(archive)
+        leg, _, variant = header["venv"].partition("+")
+        identifiers.check(identifiers.leg_name, leg, f"{archive}: field 'venv'")
+        if variant:
+            identifiers.check(identifiers.variant_name, variant, f"{archive}: field 'venv'")
+        env, name = _built(ctx, leg, variant or None)
+        origin = caches.import_(archive, env.path, name, env.lock_sha256, platform.node())
+        packed_on = origin.get("packed_on") if isinstance(origin.get("packed_on"), dict) else {}
+        click.echo(one_line(f"{name}: {origin['unpacked_files']} files from {archive.name} (packed on "
+                   f"{packed_on.get('hostname', '?')} at {origin.get('packed_at', '?')})"))
 
 
 @main.command("make-tiny-model")

@@ -26,17 +26,25 @@ def leg_env() -> dict[str, str]:
     return without_runner_python(dict(os.environ))
 
 
+# The folders inside a leg's venv that hold its compile and JIT caches: what `ablation stacks
+# caches export/import` carries between machines (envs.caches), and nothing else.
+VLLM_CACHE, JIT_CACHE = "vllm-cache", "jit-cache"
+LEG_CACHE_DIRS = (VLLM_CACHE, JIT_CACHE)
+
+
 def leg_process_env(venv: Path) -> dict[str, str]:
     """What every vLLM process of a leg gets on top of its stack's `env`.
 
     Compiled-graph and JIT caches are per leg: one leg must never reuse another's
     artifacts. FlashInfer otherwise builds its JIT kernels under ~/.cache/flashinfer
     (seen on the H200: ~95 s of a first start-up) and Triton under ~/.triton, both
-    shared by every leg."""
+    shared by every leg. Keeping them all in the venv is also what lets `ablation stacks caches`
+    carry them to the next machine (envs.caches)."""
     return {
-        "VLLM_CACHE_ROOT": str(venv / "vllm-cache"),
-        "FLASHINFER_WORKSPACE_BASE": str(venv / "jit-cache"),
-        "TRITON_CACHE_DIR": str(venv / "jit-cache" / "triton"),
+        "VLLM_CACHE_ROOT": str(venv / VLLM_CACHE),
+        "FLASHINFER_WORKSPACE_BASE": str(venv / JIT_CACHE),
+        "TRITON_CACHE_DIR": str(venv / JIT_CACHE / "triton"),
+        "CUDA_CACHE_PATH": str(venv / JIT_CACHE / "cuda"),  # the driver's PTX JIT cache (else ~/.nv)
         "PYTHONUNBUFFERED": "1",
     }
 

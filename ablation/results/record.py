@@ -109,6 +109,14 @@ class EngineFacts(_Sub):
     enable_chunked_prefill: bool | None = None
 
 
+class CacheState(_Sub):
+    """The leg's compile and JIT caches when the task started (envs.caches.state): `carried` is
+    the origin of an archive imported from another machine, None for caches made here."""
+    files: int
+    bytes: int
+    carried: dict | None = None
+
+
 class WorkloadRecord(_Sub):
     """One workload's measurement (the harness protocol's WorkloadResult, as kept)."""
     kind: Literal["throughput", "latency"]
@@ -187,6 +195,7 @@ class TaskRecord(_Part):
     log: str | None = None  # run.log's name beside results.json
     executor: str | None = None  # "ray" when the Ray head wrote it
     engine: EngineFacts = Field(default_factory=EngineFacts)
+    caches: CacheState | None = None  # None: not recorded (before 2026-12-05, or a SKIP)
     workloads: dict[str, WorkloadRecord] = Field(default_factory=dict)  # name -> measurement
     harness: dict = Field(default_factory=dict)  # the harness's checks and environment
 
