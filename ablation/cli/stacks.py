@@ -164,7 +164,7 @@ def caches_import(ctx, archives: tuple[Path, ...]):
         if variant:
             identifiers.check(identifiers.variant_name, variant, f"{archive}: field 'venv'")
         env, name = _built(ctx, leg, variant or None)
-        origin = caches.import_(archive, env.path, name, env.lock_sha256, platform.node())
+        origin = caches.import_(archive, header, env.path, name, env.lock_sha256, platform.node())
         packed_on = origin.get("packed_on") if isinstance(origin.get("packed_on"), dict) else {}
         click.echo(one_line(f"{name}: {origin['unpacked_files']} files from {archive.name} (packed on "
                    f"{packed_on.get('hostname', '?')} at {origin.get('packed_at', '?')})"))

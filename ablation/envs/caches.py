@@ -44,18 +44,22 @@ def _files(venv: Path):
                         yield p
 
 
+def _origin(venv: Path) -> dict | None:
+    """The origin an import left in the venv, else None."""
+    origin = venv / ORIGIN
+    if not origin.is_file():
+        return None
+    try:
+        return json.loads(origin.read_text())
+    except (OSError, ValueError):
+        return {"unreadable": str(origin)}
+
+
 def state(venv: Path) -> dict:
     """What a task starts with: how much is in the leg's caches, and whether an imported
     archive put it there ("carried": the archive's origin, else None)."""
     files = list(_files(venv))
-    origin = venv / ORIGIN
-    carried = None
-    if origin.is_file():
-        try:
-            carried = json.loads(origin.read_text())
-        except (OSError, ValueError):
-            carried = {"unreadable": str(origin)}
-    return {"files": len(files), "bytes": sum(p.stat().st_size for p in files), "carried": carried}
+    return {"files": len(files), "bytes": sum(p.stat().st_size for p in files), "carried": _origin(venv)}
 
 
 def export(venv: Path, venv_name: str, lock_sha256: str, packed_on: dict, out: Path) -> dict:
@@ -64,8 +68,9 @@ def export(venv: Path, venv_name: str, lock_sha256: str, packed_on: dict, out: P
     header = {"schema": ARCHIVE_SCHEMA, "venv": venv_name, "lock_sha256": lock_sha256,
               "packed_at": utc_stamp(), "packed_on": packed_on, "files": len(files),
               "bytes": sum(p.stat().st_size for p in files)}
-    if (venv / ORIGIN).is_file():  # carried once already: the chain stays visible
-        header["previous"] = state(venv)["carried"]
+    previous = _origin(venv)
+    if previous is not None:  # carried once already: the chain stays visible
+        header["previous"] = previous
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     with tarfile.open(tmp, "w:gz") as tar:
@@ -97,8 +102,6 @@ def read_header(archive: Path) -> dict:
                 raise AblationError(f"{where}: not a cache archive (its first member is not {HEADER})")
             header = json.loads(tar.extractfile(first).read())
     except (OSError, tarfile.TarError, EOFError, ValueError, UnicodeDecodeError) as exc:
-        if isinstance(exc, AblationError):
-            raise
         raise AblationError(f"{where}: not a readable cache archive ({type(exc).__name__}: {exc})") from None
     if not isinstance(header, dict) or header.get("schema") != ARCHIVE_SCHEMA:
         got = header.get("schema") if isinstance(header, dict) else type(header).__name__
@@ -118,9 +121,9 @@ def _member_problem(m: tarfile.TarInfo) -> str | None:
     return None
 
 
-def import_(archive: Path, venv: Path, venv_name: str, lock_sha256: str, imported_on: str) -> dict:
-    """Unpack a checked archive into the venv's cache folders; returns the origin written."""
-    header = read_header(archive)
+def import_(archive: Path, header: dict, venv: Path, venv_name: str, lock_sha256: str, imported_on: str) -> dict:
+    """Unpack a checked archive (`header`: read_header's) into the venv's cache folders; returns
+    the origin written."""
     if header["venv"] != venv_name:
         raise AblationError(f"{archive}: field 'venv': packed from {header['venv']!r}, not {venv_name!r}")
     if header["lock_sha256"] != lock_sha256:
