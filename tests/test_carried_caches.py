@@ -52,6 +52,12 @@ def test_caches_carried_to_a_fresh_venv_are_used_there_and_every_result_says_so(
     archive = tmp_path / "out" / "cache-la.tgz"
     said = ok(cli(project, "stacks", "caches", "export", "la", "--out", str(archive)))
     assert "1 files" in said and archive.is_file()
+    ok(cli(project, "stacks", "caches", "export", "la", "--out", str(archive)))  # an earlier archive is replaced
+    mine = tmp_path / "notes.txt"
+    mine.write_text("the user's own file\n")
+    line = one_line_error(cli(project, "stacks", "caches", "export", "la", "--out", str(mine)))
+    assert line == f"error: --out {mine}: exists and is not a cache archive; refusing to replace it"
+    assert mine.read_text() == "the user's own file\n"
 
     ok(cli(project, "stacks", "build", "la", "--force"))  # the next machine: the same lock, built bare
     bare = run(project, "bare")

@@ -135,8 +135,13 @@ def caches_export(ctx, leg: str, variant: str | None, out: Path):
     from ablation.execution.machine import probe
 
     env, name = _built(ctx, leg, variant)
-    if out.exists() and not out.is_file():
-        raise AblationError(f"--out {out}: exists and is not a file")
+    if out.exists() or out.is_symlink():  # only an earlier archive is replaced, never a file of the user's
+        try:
+            if not out.is_file() or out.is_symlink():
+                raise AblationError("not a regular file")
+            caches.read_header(out)
+        except AblationError:
+            raise AblationError(f"--out {out}: exists and is not a cache archive; refusing to replace it") from None
     m = probe()
     header = caches.export(env.path, name, env.lock_sha256,
                            {"hostname": m.hostname, "gpus": [g.name for g in m.gpus]}, out)
