@@ -25,6 +25,8 @@ SHORTER_TIMEOUT = {("timeout_s",): (1800.0, 900.0)}  # a task that cannot end wi
 DECLARED: dict[str, dict[tuple, tuple]] = {
     "h200-finding-qwen2vl-video.yaml": {
         **SHORTER_TIMEOUT, ("workloads", "video", "num_prompts"): FEWER},
+    "h200-finding-omni-audio.yaml": {
+        **SHORTER_TIMEOUT, ("workloads", "audio", "num_prompts"): FEWER},
     "h200-omni.yaml": {
         **SHORTER_TIMEOUT, **{("workloads", w, "num_prompts"): FEWER for w in ("text", "image", "video", "audio")}},
     # made from seed.yaml when its gemma-4 entry still had skip_tokenizer_init (before the synthesized
