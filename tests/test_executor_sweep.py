@@ -75,10 +75,11 @@ def test_second_sweep_refuses_or_waits(project):
 
 def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(project):
     events = project / "results/r/run.jsonl"
-    # The third task hangs in this first runner: killing the runner leaves it orphaned.
+    # The fifth task (la's slow-2, after both legs' slow-0 and slow-1) hangs in this first runner:
+    # killing the runner leaves it orphaned.
     runner = start(project, 1, "--leg", "la", "--leg", "lb", "--run-id", "r", hang="slow-2")
-    wait_for_event(events, "task_end", 2, timeout=300)
-    wait_for_event(events, "task_pid", 3)
+    wait_for_event(events, "task_end", 4, timeout=300)
+    wait_for_event(events, "task_pid", 5)
     interrupted = [e for e in read_jsonl(events) if e["event"] == "task_pid"][-1]
     leg, slug, _ = interrupted["task_id"].split("/")
     child_pid_file = project / "results/r" / leg / slug / "child.pid"
@@ -98,7 +99,7 @@ def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(project):
     before = events.read_bytes()
     ended_before = [e["task_id"] for e in read_jsonl(events) if e["event"] == "task_end"]
     interrupted = [e for e in read_jsonl(events) if e["event"] == "task_pid"][-1]
-    assert len(ended_before) == 2
+    assert len(ended_before) == 4
 
     resumed = subprocess.run(argv(project, "--leg", "la", "--leg", "lb", "--resume", "r"), cwd=REPO,
                              env=env(project, 0.5), capture_output=True, text=True)
@@ -109,7 +110,7 @@ def test_sigkill_mid_sweep_then_resume_loses_and_duplicates_nothing(project):
     ends = [e["task_id"] for e in ev if e["event"] == "task_end"]
     assert sorted(ends) == sorted(set(ends)) and len(ends) == 6, ends  # every task once, none twice
     resume = next(e for e in ev if e["event"] == "run_resume")
-    assert resume["already_done"] == 2 and len(resume["todo"]) == 4
+    assert resume["already_done"] == 4 and len(resume["todo"]) == 2
     # The interrupted task's first attempt left its log; the redo is attempt 2 beside it.
     leg, slug, _ = interrupted["task_id"].split("/")
     d = project / "results/r" / leg / slug
@@ -134,8 +135,9 @@ def test_repeats_interleave_legs_round_by_round(project):
                           cwd=REPO, env=env(project, 0), capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     order = [e["task_id"] for e in read_jsonl(project / "results/rep/run.jsonl") if e["event"] == "task_start"]
-    legs = [t.split("/")[0] for t in order]
-    assert legs == ["la"] * 3 + ["lb"] * 3 + ["lb"] * 3 + ["la"] * 3
+    # round by round, and within a round model by model with the round's legs side by side
+    assert order == [f"{leg}/fault__slow-{i}/r{r}" for r, legs in ((1, ["la", "lb"]), (2, ["lb", "la"]))
+                     for i in range(3) for leg in legs]
     rec = json.loads((project / "results/rep/la/fault__slow-0/results.r2a1.json").read_text())
     assert rec["repeat"] == 2 and rec["gpu_check"] == "no GPU"
 

@@ -44,7 +44,6 @@ DECLARED: dict[str, dict[tuple, tuple]] = {
     "h200-findings-26-18.yaml": {
         **SHORTER_TIMEOUT,
         **{("workloads", w, "num_prompts"): FEWER for w in ("mixed", "audio")}},
-    "h200-rest-mamba-2.8b.yaml": {**SHORTER_TIMEOUT, ("workloads", "mixed", "num_prompts"): FEWER},
     "h200-rest-29-26.yaml": {
         **SHORTER_TIMEOUT,
         **{("workloads", w, "num_prompts"): FEWER for w in ("mixed", "librispeech", "text-only", "image", "video")}},

@@ -1,6 +1,7 @@
 """What a sweep will do, decided before anything runs: every bad input (unknown leg, a cuda leg
 on a CPU machine, a missing model directory) fails here, so a typo never costs a half-finished
-run; then the tasks in run order, legs interleaved round by round, with the venvs they need."""
+run; then the tasks in run order (round by round, model by model, the round's legs side by side),
+with the venvs they need."""
 
 from __future__ import annotations
 
@@ -131,10 +132,13 @@ class Planner:
         resolved = resolved or self.validate(opts)
         envs = {}
         plans: dict[str | None, list[Task]] = {arch: [] for arch in resolved.skip}
+        # Model by model, the round's legs side by side: a leg pair's tasks run next to each other
+        # (drift between them is one task's, not a whole leg's), and a run stopped early
+        # (`--stop-after`, a lost machine) leaves every model it reached measured on every leg.
         for repeat, legs in leg_order(list(resolved.stack_files), opts.repeats):
-            for leg in legs:
-                sf = resolved.stack_files[leg]
-                for m in opts.scenarios.table.models:
+            for m in opts.scenarios.table.models:
+                for leg in legs:
+                    sf = resolved.stack_files[leg]
                     for arch, skip in resolved.skip.items():
                         if skip[m.id]:
                             plans[arch].append(Task(leg, m, repeat, None, None, skip_reason=skip[m.id]))
