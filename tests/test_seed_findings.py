@@ -174,6 +174,22 @@ def test_gemma_expected_outcomes_are_matched_per_leg_and_variant(tmp_path):
                                               "synthetic token-id prompts; 200 requests (seed: 1,000)")
 
 
+def test_a_result_on_another_gpu_model_than_the_seeds_says_so_and_one_on_the_seeds_does_not(tmp_path):
+    # the findings file names the seed's GPU (NVIDIA H200); the 0.18 outcome here was recorded on an H100
+    write_result(tmp_path / "h100", "0.18-h200", GEMMA, {}, status="FAIL", started_at=100,
+                 machine={"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-3"}]},
+                 cause={"class": "unsupported-model", "signature": "ValueError: The checkpoint you are trying to "
+                        "load has model type `gemma4` but Transformers does not recognize this architecture"})
+    write_result(tmp_path / "h200", "0.26-h200", LLAMA, {"long-context": 167.0}, machine=H200)
+    write_result(tmp_path / "h200", "0.18-h200", LLAMA, {"long-context": 109.0}, machine=H200)
+    md, _ = report(tmp_path, tmp_path / "h100", tmp_path / "h200")
+    r18 = next(r for r in tables(md)["Seed findings: expected outcomes"] if r["leg"] == "0.18 → 0.18-h200")
+    assert r18["matches"] == "yes"
+    assert r18["differences in data"] == "0.18-h200 ran on NVIDIA H100 80GB HBM3 (seed: NVIDIA H200)"
+    # the same GPU model as the seed's: no such line (the request count is the one other difference here)
+    assert seed_row(md, LLAMA, "26/18")["differences in data"] == "request count not recorded (seed: 64)"
+
+
 def test_coverage_and_failure_attribution_show_the_base_venv_failure_beside_the_variant_pass(tmp_path):
     # The gemma-4 story: 0.26 FAILs in its base venv and PASSes in the override variant. The
     # variant's run is the one the tables use; the base venv's FAIL is an outcome of its own (another

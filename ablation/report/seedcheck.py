@@ -12,9 +12,9 @@ Two tables, generated from a findings file (ablation/spec/findings.py) and the r
 - outcomes: per expected (leg, variant) outcome, the status and cause observed against the
   expected ones, and whether they match.
 
-"Differences in data" are read from the records (the model's spec, the workload's record), never
-typed per row: dummy weights, synthetic media, synthetic token-id prompts, fewer requests than the
-seed's run, an override variant.
+"Differences in data" are read from the records (the model's spec, the workload's record, the
+machine), never typed per row: another GPU model than the seed's, dummy weights, synthetic media,
+synthetic token-id prompts, fewer requests than the seed's run, an override variant.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from ablation.analysis.tables import (
     workload_labels,
 )
 from ablation.harness.protocol import RESULT_SCHEMA as HARNESS_SCHEMA
+from ablation.results.machines import machine_label
 from ablation.results.store import ResultSet, TaskResult, sort_legs
 from ablation.spec.findings import Expectation, OutcomeFinding, RatioFinding, SeedFindings
 
@@ -94,7 +95,8 @@ def _status(records: list[TaskResult]) -> tuple[str, str]:
     return r.status, r.skip_reason or "reason not recorded"
 
 
-def differences(records: list[TaskResult], workload: str | None, seed_requests: dict[str, int]) -> list[str]:
+def differences(records: list[TaskResult], workload: str | None, seed_requests: dict[str, int],
+                seed_gpu: str | None = None) -> list[str]:
     """What the runs behind `records` did differently from the seed's, from the records alone."""
     out: list[str] = []
 
@@ -103,6 +105,9 @@ def differences(records: list[TaskResult], workload: str | None, seed_requests: 
             out.append(text)
 
     for r in sorted(records, key=lambda r: (r.leg, r.repeat)):
+        gpu = machine_label(r.record.machine)
+        if seed_gpu and gpu != seed_gpu:
+            add(f"{r.leg} ran on {gpu or 'a machine it did not record'} (seed: {seed_gpu})")
         if r.record.model.spec.get("load_format") == "dummy":
             add("dummy weights")
         if r.variant:
@@ -239,7 +244,7 @@ def ratio_table(check: SeedCheck, groups: list[Group], rs: ResultSet, order: lis
             samples = ", ".join(f"{leg}: {_status(_of(rs.results, f.model, leg))[0]}" for leg in (old, new))
             rows.append((why, samples, recs, {"measured": False, "reason": why.removeprefix("not measured: ")}))
         for ours, samples, recs, data in rows:
-            diffs = differences(recs, f.workload, fs.seed_requests)
+            diffs = differences(recs, f.workload, fs.seed_requests, fs.gpu)
             table.rows.append([f.group, f.model, f.workload, comparison, seed, ours, samples,
                                "; ".join(diffs) or MISSING])
             table.data.append({"group": f.group, "model_id": f.model, "workload": f.workload, "kind": f.kind,
@@ -307,7 +312,7 @@ def outcome_table(check: SeedCheck, rs: ResultSet) -> Table:
         for e in o.expect:
             leg = fs.leg(e.leg)
             observed, matches, _, recs = _observed(o, e, leg, rs, check.loaded)
-            diffs = differences(recs, e.workload, fs.seed_requests)
+            diffs = differences(recs, e.workload, fs.seed_requests, fs.gpu)
             table.rows.append([o.group, o.model, f"{e.leg} → {leg}", e.variant or "base", e.seed, _expected(e),
                                observed, matches, "; ".join(diffs) or MISSING])
             table.data.append({"group": o.group, "model_id": o.model, "seed_leg": e.leg, "leg": leg,

@@ -122,6 +122,8 @@ class SeedFindings(BaseModel):
 
     name: Text
     source: Text = Field(description="the report the findings are transcribed from")
+    gpu: Text | None = Field(None, description="the GPU model the seed's numbers come from, as nvidia-smi names it "
+                             "(e.g. 'NVIDIA H200'); a result recorded on another says so in 'differences in data'")
     legs: dict[Leg, Leg] = Field(min_length=1, description="the seed's leg name -> this tool's leg name")
     seed_requests: dict[WorkloadName, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict, description="requests per throughput workload in the seed's run")
