@@ -263,6 +263,7 @@ GOOD = FINDINGS.read_text()
     (lambda t: t.replace('baseline: "0.18"', 'baseline: "0.17"', 1), "ratios.0.baseline: leg '0.17'"),
     (lambda t: t.replace("ratio: 1.53,", "ratio: 1.35,", 1), "seed.ratio 1.35 disagrees with its values"),
     (lambda t: t.replace("        cause: model type\n", "", 1), "outcomes.0.expect.0': Value error, an expected FAIL"),
+    (lambda t: t.replace("gpu: NVIDIA H200\n", "gpu: NVIDIA | H200\n", 1), "field 'gpu': Value error, must be one printable"),
 ])
 def test_a_bad_findings_file_is_one_error_line_naming_the_file_and_field(tmp_path, edit, field):
     write_result(tmp_path / "run", "0.26-h200", LLAMA, {"mixed": 1.0})
