@@ -158,7 +158,9 @@ def test_gemma_expected_outcomes_are_matched_per_leg_and_variant(tmp_path):
                                                    "per-layer attribute and may vary across layers"))
     rows = {(r["leg"], r["variant"]): r for r in tables(md)["Seed findings: expected outcomes"]}
     assert list(rows) == [("0.18 → 0.18-h200", "base"), ("0.26 → 0.26-h200", "base"),
-                          ("0.26 → 0.26-h200", "gemma4-tf5.14.1")]
+                          ("0.26 → 0.26-h200", "gemma4-tf5.14.1"), ("0.29 → 0.29-h200", "base")]
+    # the seed's 0.29 PASS (transformers 5.17.0, no pin) is expected too; these runs hold no 0.29 result
+    assert rows[("0.29 → 0.29-h200", "base")]["matches"] == "not observed"
     r18 = rows[("0.18 → 0.18-h200", "base")]
     assert r18["observed"].startswith("FAIL: unsupported-model: ValueError: The checkpoint")
     assert r18["expected"] == "FAIL, signature contains 'model type'" and r18["matches"] == "yes"
@@ -180,12 +182,22 @@ def test_a_result_on_another_gpu_model_than_the_seeds_says_so_and_one_on_the_see
                  machine={"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-3"}]},
                  cause={"class": "unsupported-model", "signature": "ValueError: The checkpoint you are trying to "
                         "load has model type `gemma4` but Transformers does not recognize this architecture"})
+    # the seed's 0.29 PASS, observed on another H100 (session 7's run: 5,417 tok/s mixed, seed 8,955)
+    write_result(tmp_path / "h100-029", "0.29-h200", GEMMA, {"mixed": 5417.4}, started_at=300,
+                 machine={"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-4"}]},
+                 spec={"load_format": "dummy"}, harness=HARNESS, workload_extra={"num_requests": 200})
     write_result(tmp_path / "h200", "0.26-h200", LLAMA, {"long-context": 167.0}, machine=H200)
     write_result(tmp_path / "h200", "0.18-h200", LLAMA, {"long-context": 109.0}, machine=H200)
-    md, _ = report(tmp_path, tmp_path / "h100", tmp_path / "h200")
-    r18 = next(r for r in tables(md)["Seed findings: expected outcomes"] if r["leg"] == "0.18 → 0.18-h200")
+    md, _ = report(tmp_path, tmp_path / "h100", tmp_path / "h100-029", tmp_path / "h200")
+    outcomes = {r["leg"]: r for r in tables(md)["Seed findings: expected outcomes"]}
+    r18 = outcomes["0.18 → 0.18-h200"]
     assert r18["matches"] == "yes"
     assert r18["differences in data"] == "0.18-h200 ran on NVIDIA H100 80GB HBM3 (seed: NVIDIA H200)"
+    r29 = outcomes["0.29 → 0.29-h200"]
+    assert (r29["expected"], r29["observed"], r29["matches"]) == (
+        "PASS, mixed 8,955", "PASS, mixed 5,420 tok/s (1 pass)", "yes")  # 3 significant digits: 1 pass
+    assert r29["differences in data"] == ("0.29-h200 ran on NVIDIA H100 80GB HBM3 (seed: NVIDIA H200); dummy weights; "
+                                          "synthetic token-id prompts; 200 requests (seed: 1,000)")
     # the same GPU model as the seed's: no such line (the request count is the one other difference here)
     assert seed_row(md, LLAMA, "26/18")["differences in data"] == "request count not recorded (seed: 64)"
 
