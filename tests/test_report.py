@@ -117,6 +117,35 @@ def test_canonical_picks_newest_passing_run_and_is_editable(tmp_path):
     assert "run 'run-zzz' has no results here" in one_line_error(run_cli("compare", str(root)))
 
 
+def test_a_group_with_nothing_compared_says_so_and_claims_no_absence_of_change(tmp_path):
+    # Issue 28's reports: gemma-4 on 0.29 alone on one H100 (one leg), and 0.18 FAIL beside a 0.26 PASS on
+    # another machine (two legs, no cell with values on both). Neither group compared anything, so "no change
+    # detected" would be a claim about a comparison that never happened.
+    h100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-7"}]}
+    h200 = {"gpus": [{"name": "NVIDIA H200", "uuid": "GPU-8"}]}
+    write_result(tmp_path / "one-leg", "0.29", "gemma-4", {"mixed": 5417.0, "single-request": 4.88}, machine=h100)
+    write_result(tmp_path / "one-side", "0.18", "gemma-4", {}, status="FAIL", machine=h200,
+                 cause={"class": "unsupported-model", "signature": "ValidationError"})
+    write_result(tmp_path / "one-side", "0.26", "gemma-4", {"mixed": 8410.0}, machine=h200)
+    out_dir = tmp_path / "report"
+    proc = run_cli("report", str(tmp_path / "one-leg"), str(tmp_path / "one-side"), "--out", str(out_dir))
+    assert proc.returncode == 0, proc.stderr
+    md = (out_dir / "REPORT.md").read_text()
+    heads = re.findall(r"### Headline findings · ([^\n]+)\n\n(- [^\n]+)", md)
+    assert [(g.split(" [")[0], h) for g, h in heads] == [
+        ("NVIDIA H100 80GB HBM3", "- None: no cell has values on two legs here (legs: 0.29), so nothing was compared. "
+         "The values are in Full data; outcomes are in Coverage and Failure attribution."),
+        ("NVIDIA H200", "- None: no cell has values on two legs here (legs: 0.18, 0.26), so nothing was compared. "
+         "The values are in Full data; outcomes are in Coverage and Failure attribution.")]
+    assert "No change detected" not in md
+    # with a value on both legs the ratio exists again: a single pass says why it is no finding
+    write_result(tmp_path / "one-side", "0.18", "gemma-4", {"mixed": 8000.0}, machine=h200, attempt=2)
+    proc = run_cli("report", str(tmp_path / "one-side"), "--out", str(tmp_path / "report2"))
+    assert proc.returncode == 0, proc.stderr
+    head = (tmp_path / "report2" / "REPORT.md").read_text().split("## Headline findings")[1].split("## Full data")[0]
+    assert "None can be stated: fewer than 3 process repeats" in head
+
+
 def test_report_writes_every_artefact_in_seed_order(tmp_path):
     h = arch_results(tmp_path / "h200", H200, "NVIDIA H200", skip_glm=True, fail_gemma18=True)
     b = arch_results(tmp_path / "b200", B200, "NVIDIA B200")

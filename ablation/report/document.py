@@ -165,10 +165,19 @@ def group_names(gts: list[GroupTables]) -> dict[str, str]:
             for gt in gts}
 
 
+def compared(thr: Table, lat: Table) -> bool:
+    """Whether any cell has a ratio at all: values on two legs of the group."""
+    return any(est for t in (thr, lat) for row in t.data for est in row["ratios"].values())
+
+
 def headline_lines(gt: GroupTables) -> list[str]:
     heads = headline(gt.tables["throughput"], gt.tables["latency"])
     if heads:
         return [f"- {h}" for h in heads]
+    if not compared(gt.tables["throughput"], gt.tables["latency"]):
+        legs = ", ".join(gt.legs)
+        return [f"- None: no cell has values on two legs here (legs: {legs}), so nothing was compared. "
+                "The values are in Full data; outcomes are in Coverage and Failure attribution."]
     if unrepeated(gt.tables["throughput"], gt.tables["latency"]):
         return [f"- None can be stated: fewer than {MIN_REPEATS} process repeats per leg, so no ratio has a verdict. "
                 "The ratios in Full data are single-pass leads; rerun with `--repeats 3`."]
