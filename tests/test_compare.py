@@ -263,3 +263,20 @@ def test_canonical_choice_is_per_machine(tmp_path):
     # machine b's only run is kept, in machine b's own group: its section's row holds 120
     section_b = proc.stdout[proc.stdout.index("[bbbbbbbb]"):]
     assert "| llama | 1 | mixed | 120 |" in section_b, proc.stdout
+
+
+def test_unequal_repeats_are_stated_per_leg_never_as_the_larger_count(tmp_path):
+    """One process on the old leg and two on the new (a run stopped between repeats, as on the
+    lent H100 in issue 28): the ratio cell and the footnote say 1 and 2, never '2 processes per leg'
+    nor '1 pass' alone; a table with no rows gets no footnote about '0 processes'."""
+    run = tmp_path / "r"
+    write_result(run, "0.26", "m", {"audio": 100})
+    write_result(run, "0.29", "m", {"audio": 104}, repeat=1)
+    write_result(run, "0.29", "m", {"audio": 106}, repeat=2)
+    rs = load_results([run])
+    table = ratio_table(rs, "throughput")
+    assert table.rows[0][5] == "1.05x (1 and 2 passes, no verdict)"
+    assert table.note.startswith("1-2 processes per leg and cell, fewer than 3")
+    latency = ratio_table(rs, "latency")
+    assert latency.rows == [] and latency.note == ""
+    assert "0 processes" not in render(rs, "md")

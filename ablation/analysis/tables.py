@@ -39,7 +39,11 @@ VERDICT_MARK = {"faster": "↑", "slower": "↓", "negligible": "≈", "no diffe
 KINDS = ("throughput", "latency")
 
 
-def passes_label(n: int) -> str:
+def passes_label(n: int, other: int | None = None) -> str:
+    """'1 pass', '3 passes'; with two legs' counts that differ, both ('1 and 2 passes'): the
+    smaller alone would misstate the leg that has more."""
+    if other is not None and other != n:
+        return f"{n} and {other} passes"
     return f"{n} pass" if n == 1 else f"{n} passes"
 
 
@@ -61,7 +65,7 @@ def format_ratio(est: RatioEstimate | None) -> str:
     if est.method == "invalid values":
         return f"{MISSING} (a value <= 0 or not a number, no ratio)"
     if est.verdict == "no verdict":
-        return f"{est.ratio:.{d}f}x ({passes_label(min(est.n_old, est.n_new))}, no verdict)"
+        return f"{est.ratio:.{d}f}x ({passes_label(est.n_old, est.n_new)}, no verdict)"
     text = f"{est.ratio:.{d}f}x {VERDICT_MARK[est.verdict]}"
     if est.low is not None:
         text += f" [{_bound(est.low, d)}, {_bound(est.high, d)}]"
@@ -223,11 +227,12 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
     labels = workload_labels(rs)
-    max_n = 0
+    max_n, min_n = 0, None
     keys = sorted(kind_cells, key=lambda k: order[k])
     for key in keys:
         values = kind_cells[key]
         max_n = max(max_n, *(len(v) for v in values.values()))
+        min_n = min(min_n if min_n is not None else max_n, *(len(v) for v in values.values()))
         med = {leg: statistics.median(v) for leg, v in values.items()}
         ests = [estimates.get((key, j)) for j in range(len(pairs))]
         shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, [])))
@@ -247,7 +252,7 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
                            "controls_differ": row_ctl.differs,
                            "controls_not_reported": row_ctl.unreported})
     table.note = verdict_note(max_n, within_process_spread(in_process_samples(rs, kind)),
-                              verdict_summary(kind_cells, estimates, pairs))
+                              verdict_summary(kind_cells, estimates, pairs), min_n=min_n)
     return table
 
 
@@ -287,9 +292,13 @@ def _pct(level: float) -> str:
     return text.replace(".0%", "%")
 
 
-def verdict_note(max_n: int, in_process: float | None, summary: VerdictSummary | None = None) -> str:
+def verdict_note(max_n: int, in_process: float | None, summary: VerdictSummary | None = None,
+                 min_n: int | None = None) -> str:
     """The footnote says what noise was measured, and how, for the verdicts beside it: the
-    method, the correction, and the smallest change this run could have detected."""
+    method, the correction, and the smallest change this run could have detected. max_n/min_n:
+    the most and fewest processes of any leg in any cell (0: the table has no rows, no note)."""
+    if max_n == 0:
+        return ""
     measured = (f" Within one process the timed passes spread ±{in_process:.1%} (median over cells): "
                 "in-process noise only, not used for verdicts." if in_process is not None else "")
     if summary is not None:
@@ -310,7 +319,8 @@ def verdict_note(max_n: int, in_process: float | None, summary: VerdictSummary |
     if max_n >= MIN_REPEATS:
         return (f"Up to {max_n} process repeats per leg, but no ratio cell could be judged (fewer than {MIN_REPEATS} "
                 "repeats on one of its legs, or a value no ratio can be taken of): no verdict." + measured)
-    return (f"{max_n} process{'es' if max_n != 1 else ''} per leg and cell, fewer than {MIN_REPEATS}: no between-process "
+    count = f"{min_n}-{max_n}" if min_n is not None and min_n != max_n else f"{max_n}"
+    return (f"{count} process{'es' if max_n != 1 else ''} per leg and cell, fewer than {MIN_REPEATS}: no between-process "
             "dispersion was measured and no ratio gets a verdict (↑/↓/≈); rerun with `--repeats 3`. Unrepeated "
             "values are printed to 3 significant digits." + measured)
 
