@@ -276,7 +276,7 @@ def test_unequal_repeats_are_stated_per_leg_never_as_the_larger_count(tmp_path):
     rs = load_results([run])
     table = ratio_table(rs, "throughput")
     assert table.rows[0][5] == "1.05x (1 and 2 passes, no verdict)"
-    assert table.note.startswith("1-2 processes per leg and cell, fewer than 3")
+    assert table.note.startswith("1-2 processes per leg and cell, fewer than 3: too few to judge")
     latency = ratio_table(rs, "latency")
     assert latency.rows == [] and latency.note == ""
     assert "0 processes" not in render(rs, "md")

@@ -320,9 +320,10 @@ def verdict_note(max_n: int, in_process: float | None, summary: VerdictSummary |
         return (f"Up to {max_n} process repeats per leg, but no ratio cell could be judged (fewer than {MIN_REPEATS} "
                 "repeats on one of its legs, or a value no ratio can be taken of): no verdict." + measured)
     count = f"{min_n}-{max_n}" if min_n is not None and min_n != max_n else f"{max_n}"
-    return (f"{count} process{'es' if max_n != 1 else ''} per leg and cell, fewer than {MIN_REPEATS}: no between-process "
-            "dispersion was measured and no ratio gets a verdict (↑/↓/≈); rerun with `--repeats 3`. Unrepeated "
-            "values are printed to 3 significant digits." + measured)
+    why = ("no between-process dispersion was measured and no ratio gets a verdict" if max_n == 1 else
+           "too few to judge a between-process dispersion, so no ratio gets a verdict")
+    return (f"{count} process{'es' if max_n != 1 else ''} per leg and cell, fewer than {MIN_REPEATS}: {why} (↑/↓/≈); "
+            "rerun with `--repeats 3`. Unrepeated values are printed to 3 significant digits." + measured)
 
 
 def status_by_cell(rs: ResultSet, by_environment: bool = False) -> dict[tuple, tuple[str, str]]:
