@@ -227,12 +227,9 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
     table = Table(title, ["model", "tp", "workload", *legs, *ratio_cols, "controls"], [])
     order = row_order(rs)
     labels = workload_labels(rs)
-    max_n, min_n = 0, None
     keys = sorted(kind_cells, key=lambda k: order[k])
     for key in keys:
         values = kind_cells[key]
-        max_n = max(max_n, *(len(v) for v in values.values()))
-        min_n = min(min_n if min_n is not None else max_n, *(len(v) for v in values.values()))
         med = {leg: statistics.median(v) for leg, v in values.items()}
         ests = [estimates.get((key, j)) for j in range(len(pairs))]
         shown = [format_measure(med.get(leg), relative_uncertainty(values.get(leg, [])))
@@ -251,8 +248,9 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
                                       for c, e in zip(ratio_cols, ests)},
                            "controls_differ": row_ctl.differs,
                            "controls_not_reported": row_ctl.unreported})
-    table.note = verdict_note(max_n, within_process_spread(in_process_samples(rs, kind)),
-                              verdict_summary(kind_cells, estimates, pairs), min_n=min_n)
+    processes = [len(v) for values in kind_cells.values() for v in values.values()]  # per leg and cell
+    table.note = verdict_note(max(processes, default=0), within_process_spread(in_process_samples(rs, kind)),
+                              verdict_summary(kind_cells, estimates, pairs), min_n=min(processes, default=0))
     return table
 
 
