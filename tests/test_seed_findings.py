@@ -260,7 +260,66 @@ def test_without_the_option_the_report_is_the_same_and_the_option_only_adds_its_
     assert section and re.sub(r"^Generated .*$", "", md.replace(section.group(0), ""), flags=re.M) == without
     assert "Seed" not in without
     assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(
-        [p.name for p in (plain / "tables").iterdir()] + ["seed-outcomes.csv", "seed-ratios.csv"])
+        [p.name for p in (plain / "tables").iterdir()]
+        + ["seed-outcomes.csv", "seed-ratios.csv", "seed-rows-summary.csv", "seed-rows.csv"])
+
+
+MIXTRAL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
+H100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5"}]}
+
+
+def test_every_row_of_the_seed_table_says_what_the_results_hold_of_it_for_each_comparison(tmp_path):
+    # the findings file names the seed's table (scenarios/seed.yaml, GLM-5.2 left out): 62 rows, 41 at tp 1
+    run = video_run(tmp_path / "video", [1000, 1012, 990], [1200, 1190, 1215])  # 29/26, 3 processes per leg
+    for leg, v in (("0.18-h200", 109.0), ("0.26-h200", 167.0)):  # 26/18, one process per leg; no 0.29
+        write_result(tmp_path / "llama", leg, LLAMA, {"mixed": 9000.0, "long-context": v}, machine=H200)
+    write_result(tmp_path / "gemma", "0.18-h200", GEMMA, {}, status="FAIL", machine=H200,
+                 cause={"class": "unsupported-model", "signature": "ValueError: model type `gemma4`"})
+    write_result(tmp_path / "mixtral", "0.26-h200", MIXTRAL, {}, status="SKIP", machine=H200, tp=2,
+                 skip_reason="needs 2 GPUs for tensor-parallel size 2, this machine has 1")
+    write_result(tmp_path / "omni-h200", "0.26-h200", OMNI, {"audio": 2760.0}, machine=H200, sha="omni-a")
+    write_result(tmp_path / "omni-h100", "0.29-h200", OMNI, {"audio": 2200.0}, machine=H100, sha="omni-b")
+    md, out = report(tmp_path, *(tmp_path / d for d in ("video", "llama", "gemma", "mixtral", "omni-h200",
+                                                       "omni-h100")))
+    t = tables(md)
+    rows = t["Seed rows: per row"]
+    assert len(rows) == 62 and (rows[0]["model"], rows[0]["workload"]) == (LLAMA, "mixed")
+    assert not any(r["model"] == "nvidia/GLM-5.2-NVFP4" for r in rows)
+    assert (rows[-1]["model"], rows[-1]["workload"]) == (GEMMA, "fixed-batch-32")
+    row = {(r["model"], r["workload"]): r for r in rows}
+    compare_cell = next(r["29/26"] for r in t["Throughput (tok/s, higher is better) · NVIDIA H200, t table-sh"]
+                        if r["model"] == QWEN2VL)
+    assert row[(QWEN2VL, "video")]["29/26"] == f"{compare_cell} · NVIDIA H200 · table t"  # the compare tables' own cell
+    assert row[(QWEN2VL, "video")]["26/18"] == "0.18-h200: not run · 0.26-h200: 3 passes on NVIDIA H200"
+    # a PASS that holds another workload of the model is no value for this row
+    assert row[(QWEN2VL, "image")]["29/26"] == "0.26-h200: not run · 0.29-h200: not run"
+    assert row[(LLAMA, "long-context")]["26/18"] == "1.53x (1 pass, no verdict) · NVIDIA H200 · table t"
+    assert row[(LLAMA, "long-context")]["29/26"] == "0.26-h200: 1 pass on NVIDIA H200 · 0.29-h200: not run"
+    assert row[(LLAMA, "single-request")]["26/18"] == "0.18-h200: not run · 0.26-h200: not run"
+    assert row[(GEMMA, "mixed")]["26/18"] == "0.18-h200: FAIL (unsupported-model) · 0.26-h200: not run"
+    assert row[(MIXTRAL, "mixed")]["tp"] == "2"
+    assert row[(MIXTRAL, "mixed")]["26/18"] == (
+        "0.18-h200: not run · 0.26-h200: SKIP (needs 2 GPUs for tensor-parallel size 2, this machine has 1)")
+    assert row[(OMNI, "audio")]["29/26"] == (
+        "0.26-h200: 1 pass on NVIDIA H200 · 0.29-h200: 1 pass on NVIDIA H100 80GB HBM3: no group (scenario table x "
+        "machine) holds both, so no ratio")
+    summary = {(r["comparison"], r["rows"]): r for r in t["Seed rows: measured per comparison"]}
+    assert list(summary) == [("26/18 (0.18-h200 → 0.26-h200)", "tp 1"), ("26/18 (0.18-h200 → 0.26-h200)", "tp > 1"),
+                             ("29/26 (0.26-h200 → 0.29-h200)", "tp 1"), ("29/26 (0.26-h200 → 0.29-h200)", "tp > 1")]
+    counts = {k: [int(v) for c, v in r.items() if c not in ("comparison", "rows")] for k, r in summary.items()}
+    # seed rows | ratio ≥ 3 | ratio < 3 | FAIL or SKIP | both legs, no common group | one leg only | not run
+    assert counts[("26/18 (0.18-h200 → 0.26-h200)", "tp 1")] == [41, 0, 2, 4, 0, 2, 33]
+    assert counts[("26/18 (0.18-h200 → 0.26-h200)", "tp > 1")] == [21, 0, 0, 4, 0, 0, 17]
+    assert counts[("29/26 (0.26-h200 → 0.29-h200)", "tp 1")] == [41, 1, 0, 0, 1, 2, 37]
+    assert counts[("29/26 (0.26-h200 → 0.29-h200)", "tp > 1")] == [21, 0, 0, 4, 0, 0, 17]
+    assert "Left out of the seed's rows: nvidia/GLM-5.2-NVFP4: not in the H200 report" in md
+    # the same table in every artefact
+    data = json.loads((out / "report.json").read_text())["tables"]
+    video = next(d for d in data["seed-rows"]["rows"] if d["model_id"] == QWEN2VL and d["workload"] == "video")
+    assert video["comparisons"]["29/26"]["cells"][0]["estimate"]["verdict"] == "faster"
+    assert video["comparisons"]["29/26"]["category"] == "ratio, ≥ 3 processes per leg"
+    with (out / "tables" / "seed-rows.csv").open() as fh:
+        assert sum(1 for _ in csv.DictReader(fh)) == 62
 
 
 GOOD = FINDINGS.read_text()
@@ -276,12 +335,17 @@ GOOD = FINDINGS.read_text()
     (lambda t: t.replace("ratio: 1.53,", "ratio: 1.35,", 1), "seed.ratio 1.35 disagrees with its values"),
     (lambda t: t.replace("        cause: model type\n", "", 1), "outcomes.0.expect.0': Value error, an expected FAIL"),
     (lambda t: t.replace("gpu: NVIDIA H200\n", "gpu: NVIDIA | H200\n", 1), "field 'gpu': Value error, must be one printable"),
+    # the seed's table is named relative to the findings file: none beside this copy
+    (lambda t: t, "field 'table.path': no scenario table at "),
+    (lambda t: t.replace("path: seed.yaml", f"path: {REPO / 'scenarios' / 'seed.yaml'}", 1).replace(
+        "nvidia/GLM-5.2-NVFP4:", "nvidia/GLM-5.3-NVFP4:", 1),
+     "field 'table.leave_out': model 'nvidia/GLM-5.3-NVFP4' is not in "),
+    (lambda t: t.replace("  path: seed.yaml\n", "", 1), "field 'table.path': Field required"),
 ])
 def test_a_bad_findings_file_is_one_error_line_naming_the_file_and_field(tmp_path, edit, field):
     write_result(tmp_path / "run", "0.26-h200", LLAMA, {"mixed": 1.0})
     bad = tmp_path / "findings.yaml"
     text = edit(GOOD)
-    assert text != GOOD
     bad.write_text(text)
     line = one_line_error(run_cli("report", str(tmp_path / "run"), "--seed-findings", str(bad),
                                   "--out", str(tmp_path / "rep")))

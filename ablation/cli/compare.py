@@ -167,15 +167,16 @@ def report(paths, out_dir, other, names, threshold, legs, baseline, bridge, cano
     from ablation.report.seedcheck import SeedCheck
     from ablation.report.write import ReportInput, write_report
     from ablation.results.machines import machine_name
-    from ablation.spec.findings import load_findings
+    from ablation.spec.findings import load_findings, load_seed_table
 
     threshold, given = _threshold_option(threshold), _names_option(names)
     findings = load_findings(seed_findings) if seed_findings else None  # a bad file fails before any work
+    seed_table = load_seed_table(findings, seed_findings) if findings else None
     loaded, rs = _load_both(paths, canonical_path)
     chosen = _legs_option(legs, rs)
     inp = ReportInput(rs, chosen, _baseline_option(baseline, chosen), threshold=threshold,
                       bridge=_bridge_option(bridge, rs),
-                      seed=SeedCheck(findings, seed_findings, loaded) if findings else None)
+                      seed=SeedCheck(findings, seed_findings, loaded, seed_table) if findings else None)
     if other:
         inp.other = _load_selected((other,), None)
         labels = given or (machine_name(rs), machine_name(inp.other))

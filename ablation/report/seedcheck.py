@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ablation.analysis.groups import Group
-from ablation.analysis.stats import format_measure, relative_uncertainty
+from ablation.analysis.stats import RatioEstimate, format_measure, relative_uncertainty
 from ablation.analysis.tables import (
     MISSING,
+    RowKey,
     Table,
     collect,
     family_estimates,
@@ -41,6 +42,7 @@ from ablation.harness.protocol import RESULT_SCHEMA as HARNESS_SCHEMA
 from ablation.results.machines import machine_label
 from ablation.results.store import ResultSet, TaskResult, sort_legs
 from ablation.spec.findings import Expectation, OutcomeFinding, RatioFinding, SeedFindings
+from ablation.spec.scenarios import ScenarioTable
 
 SECTION = "Seed vs this tool"
 RATIO_COLUMNS = ["finding", "model", "workload", "comparison", "seed", "ours", "our samples", "differences in data"]
@@ -57,23 +59,24 @@ class SeedCheck:
     findings: SeedFindings
     path: Path
     loaded: ResultSet | None = None
+    table: ScenarioTable | None = None  # the seed's scenario table (findings `table:`): the "Seed rows" tables
 
 
 def _num(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:g}"
 
 
-def _passes(records: list[TaskResult]) -> list[TaskResult]:
+def passing(records: list[TaskResult]) -> list[TaskResult]:
     return [r for r in records if r.status == "PASS"]
 
 
-def _of(results: list[TaskResult], model: str, leg: str | None = None, variant: object = ...) -> list[TaskResult]:
+def latest_of(results: list[TaskResult], model: str, leg: str | None = None, variant: object = ...) -> list[TaskResult]:
     """Latest attempts of `model` (on `leg`; with `variant`, None meaning the base venv)."""
     return [r for r in latest_attempts(results) if r.model_id == model and (leg is None or r.leg == leg)
             and (variant is ... or r.variant == variant)]
 
 
-def _workload(r: TaskResult, name: str):
+def workload_named(r: TaskResult, name: str):
     """The record's workload the seed calls `name`: its label, else its key."""
     for key, w in r.record.workloads.items():
         if (w.label or key) == name:
@@ -86,7 +89,7 @@ def _status(records: list[TaskResult]) -> tuple[str, str]:
     passed; else the latest record's FAIL (class: signature) or SKIP (reason)."""
     if not records:
         return "not run", "no result"
-    if _passes(records):
+    if passing(records):
         return "PASS", ""
     r = max(records, key=lambda r: (r.record.started_at or 0, r.repeat, r.attempt))
     if r.status == "FAIL":
@@ -112,8 +115,8 @@ def differences(records: list[TaskResult], workload: str | None, seed_requests: 
             add("dummy weights")
         if r.variant:
             add(f"{r.leg} in variant {r.variant}")
-    for r in sorted(_passes(records), key=lambda r: (r.leg, r.repeat)):
-        w = _workload(r, workload) if workload else None
+    for r in sorted(passing(records), key=lambda r: (r.leg, r.repeat)):
+        w = workload_named(r, workload) if workload else None
         if w is None:
             continue
         extra = w.model_extra or {}
@@ -139,7 +142,7 @@ def differences(records: list[TaskResult], workload: str | None, seed_requests: 
     return out
 
 
-class _Estimates:
+class EstimateCache:
     """What the compare tables compute per group, computed once for every finding: the cells
     (`collect`, per kind) and the estimates (`family_estimates`, per legs and baseline)."""
 
@@ -166,55 +169,75 @@ def _not_measured(f: RatioFinding, old: str, new: str, rs: ResultSet, order: lis
         if leg not in order:
             return (f"not measured: leg {leg} left out by --legs" if leg in rs.legs()
                     else f"not measured: leg {leg} not in the results")
-    if not _of(rs.results, f.model):
+    if not latest_of(rs.results, f.model):
         return f"not measured: {f.model} not in the results"
     for leg in (old, new):
-        if not _of(rs.results, f.model, leg):
+        if not latest_of(rs.results, f.model, leg):
             return f"not measured: no result for {f.model} on {leg}"
     return (f"not measured: {old} and {new} ran {f.model} in different groups (scenario table x machine); "
             "no ratio crosses groups")
 
 
-def _measured(f: RatioFinding, g: Group, old: str, new: str, order: list[str], baseline: str | None,
-              cache: _Estimates) -> tuple[str, str, list[TaskResult], dict]:
-    """(ours, samples, the records behind them, JSON data) for one group holding the model on both legs."""
-    recs = {leg: _of(g.rs.results, f.model, leg) for leg in (old, new)}
-    states = {leg: _status(recs[leg]) for leg in (old, new)}
-    both = recs[old] + recs[new]
-    bad = [(leg, st) for leg, st in states.items() if st[0] != "PASS"]
-    if bad:
-        samples = ", ".join(f"{leg}: {st[0]}" if st[0] != "PASS" else f"{leg}: {len(_passes(recs[leg]))}"
-                            for leg, st in states.items())
-        why = "; ".join(f"{st[0]} on {leg} ({st[1]})" for leg, st in bad)
-        return f"not measured: {why}", samples, both, {"measured": False, "reason": why}
-    cells = cache.cells(g, f.kind)
+@dataclass
+class GroupCell:
+    """One row's ratio cell for one pair of legs in one group, as the compare tables compute it."""
+
+    est: RatioEstimate
+    key: RowKey
+    values: dict[str, list[float]]  # leg -> the values behind the cell (one per process)
+    alone: bool  # the pair is no column of the compare tables: judged as a comparison of the two legs alone
+
+
+def group_cell(g: Group, model: str, workload: str, kind: str, old: str, new: str, order: list[str],
+               baseline: str | None, cache: EstimateCache) -> GroupCell | None:
+    """The cell of `model`'s workload (the name the seed prints: its label, else its key) for
+    `old` -> `new` in group `g`; None where the group does not measure it on both legs."""
+    cells = cache.cells(g, kind)
     labels = workload_labels(g.rs)
-    keys = [k for k in cells if k.model_id == f.model and labels.get((k.model_id, k.workload), k.workload) == f.workload
+    keys = [k for k in cells if k.model_id == model and labels.get((k.model_id, k.workload), k.workload) == workload
             and old in cells[k] and new in cells[k]]
     if not keys:
-        samples = ", ".join(f"{leg}: 0" for leg in (old, new))
-        why = f"workload {f.workload} ({f.kind}) not measured on both legs"
-        return f"not measured: {why}", samples, both, {"measured": False, "reason": why}
+        return None
     key = keys[0]
     legs = g.legs(order)
     base = baseline if baseline in legs else None
     pairs = leg_pairs(legs, base)
-    alone = (old, new) not in pairs  # not a column of the compare tables: the two legs judged alone
+    alone = (old, new) not in pairs
     if alone:
-        est = cache.get(g, [old, new], None)[f.kind][(key, 0)]
-        family = f"{old} and {new} alone (not a column of the compare tables)"
+        est = cache.get(g, [old, new], None)[kind][(key, 0)]
     else:
-        est = cache.get(g, legs, base)[f.kind][(key, pairs.index((old, new)))]
-        family = "this group's compare tables"
-    values = cells[key]
+        est = cache.get(g, legs, base)[kind][(key, pairs.index((old, new)))]
+    return GroupCell(est, key, {leg: cells[key][leg] for leg in (old, new)}, alone)
+
+
+def _measured(f: RatioFinding, g: Group, old: str, new: str, order: list[str], baseline: str | None,
+              cache: EstimateCache) -> tuple[str, str, list[TaskResult], dict]:
+    """(ours, samples, the records behind them, JSON data) for one group holding the model on both legs."""
+    recs = {leg: latest_of(g.rs.results, f.model, leg) for leg in (old, new)}
+    states = {leg: _status(recs[leg]) for leg in (old, new)}
+    both = recs[old] + recs[new]
+    bad = [(leg, st) for leg, st in states.items() if st[0] != "PASS"]
+    if bad:
+        samples = ", ".join(f"{leg}: {st[0]}" if st[0] != "PASS" else f"{leg}: {len(passing(recs[leg]))}"
+                            for leg, st in states.items())
+        why = "; ".join(f"{st[0]} on {leg} ({st[1]})" for leg, st in bad)
+        return f"not measured: {why}", samples, both, {"measured": False, "reason": why}
+    cell = group_cell(g, f.model, f.workload, f.kind, old, new, order, baseline, cache)
+    if cell is None:
+        samples = ", ".join(f"{leg}: 0" for leg in (old, new))
+        why = f"workload {f.workload} ({f.kind}) not measured on both legs"
+        return f"not measured: {why}", samples, both, {"measured": False, "reason": why}
+    family = (f"{old} and {new} alone (not a column of the compare tables)" if cell.alone
+              else "this group's compare tables")
+    values = cell.values
     med = {leg: statistics.median(values[leg]) for leg in (old, new)}
     shown = " → ".join(format_measure(med[leg], relative_uncertainty(values[leg])) for leg in (old, new))
-    ours = f"{format_ratio(est)}; {shown} {UNITS[f.kind]}"
-    if alone:
+    ours = f"{format_ratio(cell.est)}; {shown} {UNITS[f.kind]}"
+    if cell.alone:
         ours += f"; Holm family: {family}"
     samples = ", ".join(f"{leg}: {len(values[leg])}" for leg in (old, new))
-    data = {"measured": True, "estimate": est.as_dict(), "values": {leg: values[leg] for leg in (old, new)},
-            "median": med, "tp": key.tp, "holm_family": family}
+    data = {"measured": True, "estimate": cell.est.as_dict(), "values": values,
+            "median": med, "tp": cell.key.tp, "holm_family": family}
     return ours, samples, both, data
 
 
@@ -223,13 +246,13 @@ def ratio_table(check: SeedCheck, groups: list[Group], rs: ResultSet, order: lis
     fs = check.findings
     table = Table("Seed findings: ratios", RATIO_COLUMNS, [])
     seed_legs = sort_legs(fs.legs)
-    cache = _Estimates()
+    cache = EstimateCache()
     for f in fs.ratios:
         old, new = fs.leg(f.baseline), fs.leg(f.candidate)
         comparison = pair_label(f.baseline, f.candidate, seed_legs, f.kind)
         seed = (f"{f.seed.ratio:.2f}x ({_num(f.seed.baseline)} → {_num(f.seed.candidate)} {UNITS[f.kind]}, "
                 f"{passes_label(f.seed.passes)})")
-        holding = [g for g in groups if _of(g.rs.results, f.model, old) and _of(g.rs.results, f.model, new)
+        holding = [g for g in groups if latest_of(g.rs.results, f.model, old) and latest_of(g.rs.results, f.model, new)
                    and old in g.legs(order) and new in g.legs(order)]
         rows = []
         for g in holding:
@@ -240,8 +263,8 @@ def ratio_table(check: SeedCheck, groups: list[Group], rs: ResultSet, order: lis
             rows.append((ours, samples, recs, data))
         if not rows:
             why = _not_measured(f, old, new, rs, order)
-            recs = _of(rs.results, f.model, old) + _of(rs.results, f.model, new)
-            samples = ", ".join(f"{leg}: {_status(_of(rs.results, f.model, leg))[0]}" for leg in (old, new))
+            recs = latest_of(rs.results, f.model, old) + latest_of(rs.results, f.model, new)
+            samples = ", ".join(f"{leg}: {_status(latest_of(rs.results, f.model, leg))[0]}" for leg in (old, new))
             rows.append((why, samples, recs, {"measured": False, "reason": why.removeprefix("not measured: ")}))
         for ours, samples, recs, data in rows:
             diffs = differences(recs, f.workload, fs.seed_requests, fs.gpu)
@@ -271,15 +294,15 @@ def _expected(e: Expectation) -> str:
 def _observed(o: OutcomeFinding, e: Expectation, leg: str, rs: ResultSet, loaded: ResultSet | None
               ) -> tuple[str, str, str, list[TaskResult]]:
     """(observed, matches, why not observed, records) for one expected outcome."""
-    recs = _of(rs.results, o.model, leg, e.variant)
+    recs = latest_of(rs.results, o.model, leg, e.variant)
     where = ""
     if not recs:
-        recs = _of(rs.others, o.model, leg, e.variant)
+        recs = latest_of(rs.others, o.model, leg, e.variant)
         if recs:
             runs = ", ".join(sorted({r.run_id for r in recs}))
             where = f" (run {runs}: another environment than the tables' run; in coverage and failure attribution)"
     if not recs and loaded is not None:
-        recs = _of(loaded.results, o.model, leg, e.variant)
+        recs = latest_of(loaded.results, o.model, leg, e.variant)
         if recs:
             runs = ", ".join(sorted({r.run_id for r in recs}))
             where = f" (run {runs}: left out of the tables by canonical selection)"
@@ -289,9 +312,9 @@ def _observed(o: OutcomeFinding, e: Expectation, leg: str, rs: ResultSet, loaded
     status, why = _status(recs)
     observed = f"{status}: {why}" if why else status
     if status == "PASS" and e.workload:
-        values = [w.value for r in _passes(recs) if (w := _workload(r, e.workload))]
+        values = [w.value for r in passing(recs) if (w := workload_named(r, e.workload))]
         if values:
-            kind = next(w.kind for r in _passes(recs) if (w := _workload(r, e.workload)))
+            kind = next(w.kind for r in passing(recs) if (w := workload_named(r, e.workload)))
             observed += (f", {e.workload} {format_measure(statistics.median(values), relative_uncertainty(values))} "
                          f"{UNITS[kind]} ({passes_label(len(values))})")
         else:

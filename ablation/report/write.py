@@ -12,6 +12,7 @@ from ablation.report.document import ReportInput, bridged_tables, build_tables, 
 from ablation.report.html import report_html
 from ablation.report.plots import make_plots
 from ablation.report.seedcheck import seed_tables
+from ablation.report.seedrows import row_tables
 
 __all__ = ["ReportInput", "write_report", "MARKER"]
 
@@ -76,6 +77,8 @@ def _write(inp: ReportInput, out_dir: Path) -> list[Path]:
     gts = build_tables(inp, groups)
     bridged = bridged_tables(inp, groups)
     seed = seed_tables(inp.seed, groups, inp.rs, inp.legs, inp.baseline) if inp.seed else {}
+    if inp.seed:
+        seed.update(row_tables(inp.seed, groups, inp.rs, inp.legs, inp.baseline))
     md = report_markdown(inp, gts, bridged, list(seed.values()))
     written = [out_dir / "REPORT.md"]
     (out_dir / "REPORT.md").write_text(md)

@@ -16,7 +16,9 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ablation.errors import AblationError
 from ablation.spec import identifiers
+from ablation.spec.scenarios import ScenarioTable, load_scenarios
 from ablation.util.yamlio import load_yaml_model
 
 RATIO_TOLERANCE = 0.02  # the seed's ratio and its two (rounded) values agree to 2%, or the file has a typo
@@ -117,6 +119,16 @@ class OutcomeFinding(BaseModel):
         return v
 
 
+class SeedTableRef(BaseModel):
+    """The seed's scenario table, whose rows the report lists with what these results measured of each."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(min_length=1, description="the scenario table, relative to the findings file")
+    leave_out: dict[ModelId, Text] = Field(
+        default_factory=dict, description="models of the table the seed report has no rows for -> why")
+
+
 class SeedFindings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -129,6 +141,7 @@ class SeedFindings(BaseModel):
         default_factory=dict, description="requests per throughput workload in the seed's run")
     ratios: list[RatioFinding] = Field(default_factory=list)
     outcomes: list[OutcomeFinding] = Field(default_factory=list)
+    table: SeedTableRef | None = Field(None, description="the seed's scenario table: adds the 'Seed rows' tables")
 
     @field_validator("legs")
     @classmethod
@@ -174,3 +187,20 @@ class SeedFindings(BaseModel):
 
 def load_findings(path: Path) -> SeedFindings:
     return load_yaml_model(path, SeedFindings, docs="docs/comparer.md (seed findings) or ablation/spec/findings.py")
+
+
+def load_seed_table(findings: SeedFindings, path: Path) -> ScenarioTable | None:
+    """The scenario table `findings.table` names (relative to the findings file at `path`), checked
+    against its `leave_out`; None without `table`. A bad reference names the findings file and field."""
+    ref = findings.table
+    if ref is None:
+        return None
+    table_path = path.parent / ref.path
+    if not table_path.is_file():
+        raise AblationError(f"{path}: field 'table.path': no scenario table at {table_path}")
+    table = load_scenarios(table_path).table
+    ids = {m.id for m in table.models}
+    for model in ref.leave_out:
+        if model not in ids:
+            raise AblationError(f"{path}: field 'table.leave_out': model '{model}' is not in {table_path}")
+    return table

@@ -1,0 +1,156 @@
+"""The report's "Seed rows" tables: every row of the seed's scenario table, and what these results
+measured of it for each comparison the seed prints (consecutive seed legs: 26/18, 29/26).
+
+A row is a model and a workload of the table the findings file names (`table:`), in the table's
+order, less the models it leaves out (with why). For each comparison a row is, in this order:
+
+- **a ratio**: some group (scenario table x machine) measured the workload on both legs; the cell
+  is that group's compare-table cell (ratio, verdict, interval or passes), one per such group;
+- **FAIL or SKIP**: no ratio, and a leg's latest attempt of the model failed or was skipped;
+- **both legs, no common group**: each leg measured it, but on different machines or tables,
+  which no ratio crosses;
+- **one leg only**, or **not run**.
+
+So a row the results do not hold is a row that says so: the report never leaves a seed row out.
+The summary counts rows per comparison, split by tensor-parallel degree (one GPU or several).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ablation.analysis.groups import Group
+from ablation.analysis.stats import MIN_REPEATS
+from ablation.analysis.tables import Table, format_ratio, pair_label, passes_label
+from ablation.report.seedcheck import (
+    EstimateCache,
+    GroupCell,
+    SeedCheck,
+    group_cell,
+    latest_of,
+    passing,
+    workload_named,
+)
+from ablation.results.machines import machine_label
+from ablation.results.store import ResultSet, TaskResult, sort_legs
+from ablation.spec.scenarios import ScenarioTable
+
+CATEGORIES = [
+    f"ratio, ≥ {MIN_REPEATS} processes per leg",
+    f"ratio, fewer than {MIN_REPEATS} processes",
+    "FAIL or SKIP",
+    "both legs, no common group",
+    "one leg only",
+    "not run",
+]
+
+
+@dataclass(frozen=True)
+class SeedRow:
+    model: str
+    workload: str  # the name the seed prints: the workload's label, else its key
+    kind: str
+    tp: int
+
+
+def seed_rows(table: ScenarioTable, leave_out: dict[str, str]) -> list[SeedRow]:
+    """The table's rows in its order (each model's workloads in its order), less the left-out models."""
+    return [SeedRow(m.id, table.workloads[w].label or w, table.workloads[w].kind, m.tp)
+            for m in table.models if m.id not in leave_out for w in m.workloads]
+
+
+def _leg_state(results: list[TaskResult], row: SeedRow, leg: str) -> tuple[str, str]:
+    """(state, text) of one leg for one row across every group: 'measured', 'FAIL or SKIP' or 'not run'."""
+    recs = latest_of(results, row.model, leg)
+    measured = [r for r in passing(recs) if (w := workload_named(r, row.workload)) is not None and w.kind == row.kind]
+    if measured:
+        on: dict[str, int] = {}
+        for r in measured:
+            gpu = machine_label(r.record.machine) or "a machine not recorded"
+            on[gpu] = on.get(gpu, 0) + 1
+        variants = sorted({r.variant for r in measured if r.variant})
+        text = f"{leg}: " + ", ".join(f"{passes_label(n)} on {gpu}" for gpu, n in sorted(on.items()))
+        return "measured", text + (f" (variant {', '.join(variants)})" if variants else "")
+    failed = [r for r in recs if r.status in ("FAIL", "SKIP")]
+    if failed:
+        r = max(failed, key=lambda r: (r.record.started_at or 0, r.repeat, r.attempt))
+        why = (r.cause.cls if r.cause else "cause not recorded") if r.status == "FAIL" else (
+            r.skip_reason or "reason not recorded")
+        return "FAIL or SKIP", f"{leg}: {r.status} ({why})"
+    return "not run", f"{leg}: not run"
+
+
+def _cell(row: SeedRow, old: str, new: str, groups: list[Group], rs: ResultSet, order: list[str],
+          baseline: str | None, cache: EstimateCache) -> tuple[str, str, dict]:
+    """(category, text, JSON data) of one row for one comparison."""
+    found: list[tuple[Group, GroupCell]] = []
+    for g in groups:
+        if old in g.legs(order) and new in g.legs(order):
+            cell = group_cell(g, row.model, row.workload, row.kind, old, new, order, baseline, cache)
+            if cell is not None:
+                found.append((g, cell))
+    if found:
+        repeated = any(c.est.n_old >= MIN_REPEATS and c.est.n_new >= MIN_REPEATS for _, c in found)
+        text = "; ".join(f"{format_ratio(c.est)} · {g.key.machine} · table {g.key.scenario_name}" for g, c in found)
+        data = {"cells": [{"group": g.label, "estimate": c.est.as_dict(), "values": c.values} for g, c in found]}
+        return CATEGORIES[0] if repeated else CATEGORIES[1], text, data
+    states = [_leg_state(rs.results, row, leg) for leg in (old, new)]
+    kinds = [s for s, _ in states]
+    text = " · ".join(t for _, t in states)
+    if "FAIL or SKIP" in kinds:
+        category = "FAIL or SKIP"
+    elif kinds == ["measured", "measured"]:
+        category = "both legs, no common group"
+        text += ": no group (scenario table x machine) holds both, so no ratio"
+    elif "measured" in kinds:
+        category = "one leg only"
+    else:
+        category = "not run"
+    return category, text, {"legs": dict(zip((old, new), (t for _, t in states)))}
+
+
+def comparisons(check: SeedCheck) -> list[tuple[str, str, str]]:
+    """(label, old leg, new leg) per consecutive pair of the seed's legs, as the seed prints them (26/18)."""
+    seed_legs = sort_legs(check.findings.legs)
+    return [(pair_label(a, b, seed_legs, "throughput"), check.findings.leg(a), check.findings.leg(b))
+            for a, b in zip(seed_legs, seed_legs[1:])]
+
+
+def row_tables(check: SeedCheck, groups: list[Group], rs: ResultSet, order: list[str],
+               baseline: str | None) -> dict[str, Table]:
+    """The summary and the per-row table, by file name."""
+    if check.table is None or check.findings.table is None:
+        return {}
+    leave_out = check.findings.table.leave_out
+    rows = seed_rows(check.table, leave_out)
+    pairs = comparisons(check)
+    cache = EstimateCache()
+    detail = Table("Seed rows: per row", ["model", "workload", "kind", "tp", *(p[0] for p in pairs)], [])
+    counts = {(label, tp_class, c): 0 for label, _, _ in pairs for tp_class in ("tp 1", "tp > 1") for c in CATEGORIES}
+    for row in rows:
+        cells, data = [], {}
+        for label, old, new in pairs:
+            category, text, cell_data = _cell(row, old, new, groups, rs, order, baseline, cache)
+            counts[(label, "tp 1" if row.tp == 1 else "tp > 1", category)] += 1
+            cells.append(text)
+            data[label] = {"category": category, "text": text, "legs": [old, new], **cell_data}
+        detail.rows.append([row.model, row.workload, row.kind, str(row.tp), *cells])
+        detail.data.append({"model_id": row.model, "workload": row.workload, "kind": row.kind, "tp": row.tp,
+                            "comparisons": data})
+    legs_text = ", ".join(f"{label} = {old} → {new}" for label, old, new in pairs)
+    detail.note = (f"Every row of the seed's table ({len(rows)} rows; {legs_text}). A ratio is the compare tables' "
+                   "own cell of the group named after it (latency ratios are speedups); without one, each leg says "
+                   "what it has: processes measured and on which GPU, its latest FAIL or SKIP, or not run.")
+    summary = Table("Seed rows: measured per comparison", ["comparison", "rows", "seed rows", *CATEGORIES], [])
+    for label, old, new in pairs:
+        for tp_class in ("tp 1", "tp > 1"):
+            n = [counts[(label, tp_class, c)] for c in CATEGORIES]
+            if sum(n):
+                summary.rows.append([f"{label} ({old} → {new})", tp_class, str(sum(n)), *map(str, n)])
+                summary.data.append({"comparison": label, "legs": [old, new], "rows": tp_class, "seed_rows": sum(n),
+                                     **dict(zip(CATEGORIES, n))})
+    left = "; ".join(f"{m}: {why}" for m, why in leave_out.items())
+    summary.note = ("Rows of the seed's table by what these results hold for each comparison (the per-row table "
+                    "below says which); a row counts once, in the first category that fits, in this column order. "
+                    + (f"Left out of the seed's rows: {left}." if left else "No model of the table is left out."))
+    return {"seed-rows-summary": summary, "seed-rows": detail}
