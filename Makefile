@@ -12,7 +12,7 @@ RESULTS   ?= results
 RUN_ID    ?= $(shell date -u +%Y%m%d-%H%M%S)
 REPEATS   ?= 3
 
-.PHONY: ablation test test-fast lint install browser clean-venvs report
+.PHONY: ablation test test-fast lint install browser clean-venvs report seed-report
 
 install: $(BIN)/ablation
 
@@ -56,3 +56,7 @@ clean-venvs:
 ## make report: regenerate report/ (REPORT.md, CSV, JSON, HTML + plots) from everything in results/
 report: install
 	$(BIN)/ablation report $(RESULTS) --out report
+
+## make seed-report OUT=dir: issue 28's combined GPU report (every run in docs/measurements/seed-report-runs.yaml)
+seed-report: install
+	$(BIN)/python scripts/seed-report $(or $(OUT),seed-report)

@@ -270,7 +270,7 @@ H100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-5"}]}
 
 def test_every_row_of_the_seed_table_says_what_the_results_hold_of_it_for_each_comparison(tmp_path):
     # the findings file names the seed's table (scenarios/seed.yaml, GLM-5.2 left out): 62 rows, 41 at tp 1
-    run = video_run(tmp_path / "video", [1000, 1012, 990], [1200, 1190, 1215])  # 29/26, 3 processes per leg
+    video_run(tmp_path / "video", [1000, 1012, 990], [1200, 1190, 1215])  # 29/26, 3 processes per leg
     for leg, v in (("0.18-h200", 109.0), ("0.26-h200", 167.0)):  # 26/18, one process per leg; no 0.29
         write_result(tmp_path / "llama", leg, LLAMA, {"mixed": 9000.0, "long-context": v}, machine=H200)
     write_result(tmp_path / "gemma", "0.18-h200", GEMMA, {}, status="FAIL", machine=H200,
