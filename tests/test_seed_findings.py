@@ -289,18 +289,23 @@ def test_every_row_of_the_seed_table_says_what_the_results_hold_of_it_for_each_c
     row = {(r["model"], r["workload"]): r for r in rows}
     compare_cell = next(r["29/26"] for r in t["Throughput (tok/s, higher is better) · NVIDIA H200, t table-sh"]
                         if r["model"] == QWEN2VL)
-    assert row[(QWEN2VL, "video")]["29/26"] == f"{compare_cell} · NVIDIA H200 · table t"  # the compare tables' own cell
-    assert row[(QWEN2VL, "video")]["26/18"] == "0.18-h200: not run · 0.26-h200: 3 passes on NVIDIA H200"
+    assert list(rows[0]) == ["model", "workload", "kind", "tp", "26/18 seed", "26/18 ours", "29/26 seed", "29/26 ours"]
+    assert row[(QWEN2VL, "video")]["29/26 ours"] == f"{compare_cell} · NVIDIA H200 · table t"  # the compare tables' own
+    assert row[(QWEN2VL, "video")]["29/26 seed"] == "1.14x (1,674 → 1,905)"  # the seed's Full data, as printed
+    assert row[(QWEN2VL, "video")]["26/18 ours"] == "0.18-h200: not run · 0.26-h200: 3 passes on NVIDIA H200"
     # a PASS that holds another workload of the model is no value for this row
-    assert row[(QWEN2VL, "image")]["29/26"] == "0.26-h200: not run · 0.29-h200: not run"
-    assert row[(LLAMA, "long-context")]["26/18"] == "1.53x (1 pass, no verdict) · NVIDIA H200 · table t"
-    assert row[(LLAMA, "long-context")]["29/26"] == "0.26-h200: 1 pass on NVIDIA H200 · 0.29-h200: not run"
-    assert row[(LLAMA, "single-request")]["26/18"] == "0.18-h200: not run · 0.26-h200: not run"
-    assert row[(GEMMA, "mixed")]["26/18"] == "0.18-h200: FAIL (unsupported-model) · 0.26-h200: not run"
+    assert row[(QWEN2VL, "image")]["29/26 ours"] == "0.26-h200: not run · 0.29-h200: not run"
+    assert row[(LLAMA, "long-context")]["26/18 ours"] == "1.53x (1 pass, no verdict) · NVIDIA H200 · table t"
+    assert row[(LLAMA, "long-context")]["26/18 seed"] == "1.53x (109 → 167)"
+    assert row[(LLAMA, "long-context")]["29/26 ours"] == "0.26-h200: 1 pass on NVIDIA H200 · 0.29-h200: not run"
+    assert row[(LLAMA, "single-request")]["26/18 ours"] == "0.18-h200: not run · 0.26-h200: not run"
+    assert row[(LLAMA, "single-request")]["26/18 seed"] == "1.01x (5.10 → 5.02)"  # latency: a speedup, as printed
+    assert row[(GEMMA, "mixed")]["26/18 ours"] == "0.18-h200: FAIL (unsupported-model) · 0.26-h200: not run"
+    assert row[(GEMMA, "mixed")]["26/18 seed"] == "— (— → 8,471)"  # the seed has no 0.18 value either
     assert row[(MIXTRAL, "mixed")]["tp"] == "2"
-    assert row[(MIXTRAL, "mixed")]["26/18"] == (
+    assert row[(MIXTRAL, "mixed")]["26/18 ours"] == (
         "0.18-h200: not run · 0.26-h200: SKIP (needs 2 GPUs for tensor-parallel size 2, this machine has 1)")
-    assert row[(OMNI, "audio")]["29/26"] == (
+    assert row[(OMNI, "audio")]["29/26 ours"] == (
         "0.26-h200: 1 pass on NVIDIA H200 · 0.29-h200: 1 pass on NVIDIA H100 80GB HBM3: no group (scenario table x "
         "machine) holds both, so no ratio")
     summary = {(r["comparison"], r["rows"]): r for r in t["Seed rows: measured per comparison"]}
@@ -318,8 +323,56 @@ def test_every_row_of_the_seed_table_says_what_the_results_hold_of_it_for_each_c
     video = next(d for d in data["seed-rows"]["rows"] if d["model_id"] == QWEN2VL and d["workload"] == "video")
     assert video["comparisons"]["29/26"]["cells"][0]["estimate"]["verdict"] == "faster"
     assert video["comparisons"]["29/26"]["category"] == "ratio, ≥ 3 processes per leg"
+    assert video["comparisons"]["29/26"]["seed"] == {"ratio": 1.14, "values": {"0.26": 1674.0, "0.29": 1905.0}}
     with (out / "tables" / "seed-rows.csv").open() as fh:
         assert sum(1 for _ in csv.DictReader(fh)) == 62
+
+
+def test_the_findings_ratios_and_the_seeds_full_data_agree():
+    # two transcriptions of one report (the findings' ratios, the Full data TSV): a typo in either shows here
+    from ablation.report.seedrows import load_seed_table, seed_comparisons
+    from ablation.spec.findings import load_findings
+
+    fs = load_findings(FINDINGS)
+    values = load_seed_table(fs, FINDINGS).values
+    labels = {(a, b): label for label, a, b in seed_comparisons(fs)}
+    for f in fs.ratios:
+        v = values[(f.kind, f.model.split("/", 1)[1], f.workload)]
+        assert v.ratios[labels[(f.baseline, f.candidate)]] == f.seed.ratio, f
+        assert (v.values[f.baseline], v.values[f.candidate]) == (f.seed.baseline, f.seed.candidate), f
+    for o in fs.outcomes:
+        for e in o.expect:
+            if e.value is not None:
+                assert values[("throughput", o.model.split("/", 1)[1], e.workload)].values[e.leg] == e.value
+
+
+TSV = REPO / "scenarios" / "seed-h200-full-data.tsv"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("\t109\t167\t167\t1.53x", "\t109\t167\t167\t1.35x", 1),
+     "26/18 1.35x disagrees with its values (109 -> 167 gives 1.532)"),
+    (lambda t: t.replace("\t109\t167\t167\t1.53x", "\t109\t1 67\t167\t1.53x", 1), "'1 67' is not a number"),
+    (lambda t: t.replace("throughput\tmamba-2.8b-hf\t1\tmixed", "throughput\tmamba-2.8b-hf\t2\tmixed", 1),
+     "mamba-2.8b-hf mixed: tp 2, the table has 1"),
+    (lambda t: "\n".join(ln for ln in t.splitlines() if "\twhisper-large-v3\t1\tlibrispeech" not in ln) + "\n",
+     "no values for 1 row(s)"),
+    (lambda t: t.replace("throughput\tLlama-3.1-8B-Instruct\t1\tmixed", "throughput\tLlama-3.1-8B-Instruct\t1\tmixd", 1),
+     "Llama-3.1-8B-Instruct mixd (throughput) is no row of"),
+    (lambda t: t.replace("\t26/18\t29/26", "\t18→26\t26→29", 1), "the header must be"),
+    (lambda t: t.replace("\t1.53x\t1.00x", "\t1.53\t1.00x", 1), "'1.53' is not a ratio like 1.53x"),
+])
+def test_a_bad_seed_values_file_is_one_error_line_naming_the_file(tmp_path, edit, message):
+    write_result(tmp_path / "run", "0.26-h200", LLAMA, {"mixed": 1.0})
+    findings = tmp_path / "findings.yaml"
+    findings.write_text(FINDINGS.read_text().replace("path: seed.yaml", f"path: {REPO / 'scenarios' / 'seed.yaml'}", 1))
+    text = edit(TSV.read_text())
+    assert text != TSV.read_text()
+    (tmp_path / "seed-h200-full-data.tsv").write_text(text)
+    line = one_line_error(run_cli("report", str(tmp_path / "run"), "--seed-findings", str(findings),
+                                  "--out", str(tmp_path / "rep")))
+    assert line.startswith(f"error: {tmp_path / 'seed-h200-full-data.tsv'}") and message in line, line
+    assert not (tmp_path / "rep").exists()
 
 
 GOOD = FINDINGS.read_text()
@@ -341,6 +394,8 @@ GOOD = FINDINGS.read_text()
         "nvidia/GLM-5.2-NVFP4:", "nvidia/GLM-5.3-NVFP4:", 1),
      "field 'table.leave_out': model 'nvidia/GLM-5.3-NVFP4' is not in "),
     (lambda t: t.replace("  path: seed.yaml\n", "", 1), "field 'table.path': Field required"),
+    (lambda t: t.replace("path: seed.yaml", f"path: {REPO / 'scenarios' / 'seed.yaml'}", 1),
+     "field 'table.values': no file at "),
 ])
 def test_a_bad_findings_file_is_one_error_line_naming_the_file_and_field(tmp_path, edit, field):
     write_result(tmp_path / "run", "0.26-h200", LLAMA, {"mixed": 1.0})

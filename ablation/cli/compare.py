@@ -165,9 +165,10 @@ def report(paths, out_dir, other, names, threshold, legs, baseline, bridge, cano
     """REPORT.md, tables/*.csv, report.json and index.html with plots, all from results."""
     from ablation.analysis.crossarch import check_same_table
     from ablation.report.seedcheck import SeedCheck
+    from ablation.report.seedrows import load_seed_table
     from ablation.report.write import ReportInput, write_report
     from ablation.results.machines import machine_name
-    from ablation.spec.findings import load_findings, load_seed_table
+    from ablation.spec.findings import load_findings
 
     threshold, given = _threshold_option(threshold), _names_option(names)
     findings = load_findings(seed_findings) if seed_findings else None  # a bad file fails before any work

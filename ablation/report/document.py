@@ -210,7 +210,8 @@ def seed_section(inp: ReportInput, tables: list[Table]) -> list[str]:
     out = [f"## {SEED_SECTION}", "",
            f"The findings of {fs.source} (`{inp.seed.path}`: {len(fs.ratios)} ratios, "
            f"{sum(len(o.expect) for o in fs.outcomes)} expected outcomes), each beside what these results measured."
-           + (f" Then every row of the seed's table (`{fs.table.path}`) with what these results hold of it."
+           + (f" Then every row of the seed's table (`{fs.table.path}`) with what these results hold of it"
+              + (f", beside the seed's own values (`{fs.table.values}`)." if fs.table.values else ".")
               if inp.seed.table is not None and fs.table is not None else ""),
            ""]
     return out + [t.markdown(level=3) for t in tables]

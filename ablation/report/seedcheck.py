@@ -42,7 +42,7 @@ from ablation.harness.protocol import RESULT_SCHEMA as HARNESS_SCHEMA
 from ablation.results.machines import machine_label
 from ablation.results.store import ResultSet, TaskResult, sort_legs
 from ablation.spec.findings import Expectation, OutcomeFinding, RatioFinding, SeedFindings
-from ablation.spec.scenarios import ScenarioTable
+from ablation.spec.seedvalues import SeedTable
 
 SECTION = "Seed vs this tool"
 RATIO_COLUMNS = ["finding", "model", "workload", "comparison", "seed", "ours", "our samples", "differences in data"]
@@ -59,7 +59,7 @@ class SeedCheck:
     findings: SeedFindings
     path: Path
     loaded: ResultSet | None = None
-    table: ScenarioTable | None = None  # the seed's scenario table (findings `table:`): the "Seed rows" tables
+    table: SeedTable | None = None  # the findings file's `table:`: the "Seed rows" tables (report/seedrows.py)
 
 
 def _num(x: float) -> str:

@@ -12,16 +12,20 @@ order, less the models it leaves out (with why). For each comparison a row is, i
 - **one leg only**, or **not run**.
 
 So a row the results do not hold is a row that says so: the report never leaves a seed row out.
-The summary counts rows per comparison, split by tensor-parallel degree (one GPU or several).
+With the findings file's `table.values` (the seed's Full data as TSV, ablation/spec/seedvalues.py),
+each comparison's cell has the seed's printed ratio and values beside it. The summary counts rows
+per comparison, split by tensor-parallel degree (one GPU or several).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ablation.analysis.groups import Group
 from ablation.analysis.stats import MIN_REPEATS
 from ablation.analysis.tables import Table, format_ratio, pair_label, passes_label
+from ablation.errors import AblationError
 from ablation.report.seedcheck import (
     EstimateCache,
     GroupCell,
@@ -33,7 +37,9 @@ from ablation.report.seedcheck import (
 )
 from ablation.results.machines import machine_label
 from ablation.results.store import ResultSet, TaskResult, sort_legs
-from ablation.spec.scenarios import ScenarioTable
+from ablation.spec.findings import SeedFindings
+from ablation.spec.scenarios import ScenarioTable, load_scenarios
+from ablation.spec.seedvalues import SeedRowValues, SeedTable, load_seed_values
 
 CATEGORIES = [
     f"ratio, ≥ {MIN_REPEATS} processes per leg",
@@ -109,11 +115,62 @@ def _cell(row: SeedRow, old: str, new: str, groups: list[Group], rs: ResultSet, 
     return category, text, {"legs": dict(zip((old, new), (t for _, t in states)))}
 
 
+def seed_comparisons(findings: SeedFindings) -> list[tuple[str, str, str]]:
+    """(label, old, new) per consecutive pair of the seed's own legs, as the seed prints them (26/18, 0.18, 0.26)."""
+    seed_legs = sort_legs(findings.legs)
+    return [(pair_label(a, b, seed_legs, "throughput"), a, b) for a, b in zip(seed_legs, seed_legs[1:])]
+
+
 def comparisons(check: SeedCheck) -> list[tuple[str, str, str]]:
-    """(label, old leg, new leg) per consecutive pair of the seed's legs, as the seed prints them (26/18)."""
-    seed_legs = sort_legs(check.findings.legs)
-    return [(pair_label(a, b, seed_legs, "throughput"), check.findings.leg(a), check.findings.leg(b))
-            for a, b in zip(seed_legs, seed_legs[1:])]
+    """(label, old leg, new leg) per consecutive pair of the seed's legs, mapped to this tool's legs."""
+    return [(label, check.findings.leg(a), check.findings.leg(b)) for label, a, b in seed_comparisons(check.findings)]
+
+
+def _short(model: str) -> str:
+    """A model id as the seed's tables print it: the part after the organisation."""
+    return model.split("/", 1)[-1]
+
+
+def load_seed_table(findings: SeedFindings, path: Path) -> SeedTable | None:
+    """The findings file's `table` (paths relative to the findings file at `path`), each of its rows
+    checked against the other: every seed row has one row of values and the other way round. None
+    without `table`. A bad reference names the findings file and field; a bad TSV its line."""
+    ref = findings.table
+    if ref is None:
+        return None
+    table_path = path.parent / ref.path
+    if not table_path.is_file():
+        raise AblationError(f"{path}: field 'table.path': no scenario table at {table_path}")
+    table = load_scenarios(table_path).table
+    ids = {m.id for m in table.models}
+    for model in ref.leave_out:
+        if model not in ids:
+            raise AblationError(f"{path}: field 'table.leave_out': model '{model}' is not in {table_path}")
+    if ref.values is None:
+        return SeedTable(table)
+    values_path = path.parent / ref.values
+    if not values_path.is_file():
+        raise AblationError(f"{path}: field 'table.values': no file at {values_path}")
+    values = load_seed_values(values_path, sort_legs(findings.legs), seed_comparisons(findings))
+    rows = seed_rows(table, ref.leave_out)
+    wanted = {(r.kind, _short(r.model), r.workload): r for r in rows}
+    for key, v in values.items():
+        if key not in wanted:
+            raise AblationError(f"{values_path}: {v.model} {v.workload} ({v.kind}) is no row of {table_path}")
+        if v.tp != wanted[key].tp:
+            raise AblationError(f"{values_path}: {v.model} {v.workload}: tp {v.tp}, the table has {wanted[key].tp}")
+    lacking = [f"{m} {w} ({k})" for (k, m, w) in wanted if (k, m, w) not in values]
+    if lacking:
+        raise AblationError(f"{values_path}: no values for {len(lacking)} row(s) of {table_path}: "
+                            + ", ".join(lacking[:3]) + (", ..." if len(lacking) > 3 else ""))
+    return SeedTable(table, values)
+
+
+def _seed_cell(seed: SeedRowValues | None, label: str, old: str, new: str) -> str:
+    """The seed's ratio and its two values as the seed prints them ('1.53x (109 → 167)')."""
+    if seed is None:
+        return "no seed values given"
+    return f"{seed.printed[label]} ({seed.printed[old]} → {seed.printed[new]})"
 
 
 def row_tables(check: SeedCheck, groups: list[Group], rs: ResultSet, order: list[str],
@@ -122,25 +179,39 @@ def row_tables(check: SeedCheck, groups: list[Group], rs: ResultSet, order: list
     if check.table is None or check.findings.table is None:
         return {}
     leave_out = check.findings.table.leave_out
-    rows = seed_rows(check.table, leave_out)
+    rows = seed_rows(check.table.table, leave_out)
     pairs = comparisons(check)
+    seed_pairs = seed_comparisons(check.findings)
+    with_seed = check.table.values is not None
+    columns = ["model", "workload", "kind", "tp"]
+    for label, _, _ in pairs:
+        columns += [f"{label} seed", f"{label} ours"] if with_seed else [label]
     cache = EstimateCache()
-    detail = Table("Seed rows: per row", ["model", "workload", "kind", "tp", *(p[0] for p in pairs)], [])
+    detail = Table("Seed rows: per row", columns, [])
     counts = {(label, tp_class, c): 0 for label, _, _ in pairs for tp_class in ("tp 1", "tp > 1") for c in CATEGORIES}
     for row in rows:
         cells, data = [], {}
-        for label, old, new in pairs:
+        seed = check.table.values.get((row.kind, _short(row.model), row.workload)) if with_seed else None
+        for (label, old, new), (_, seed_old, seed_new) in zip(pairs, seed_pairs):
             category, text, cell_data = _cell(row, old, new, groups, rs, order, baseline, cache)
             counts[(label, "tp 1" if row.tp == 1 else "tp > 1", category)] += 1
+            if with_seed:
+                cells.append(_seed_cell(seed, label, seed_old, seed_new))
+                cell_data["seed"] = {"ratio": seed.ratios.get(label) if seed else None,
+                                     "values": {k: seed.values.get(k) for k in (seed_old, seed_new)} if seed else None}
             cells.append(text)
             data[label] = {"category": category, "text": text, "legs": [old, new], **cell_data}
         detail.rows.append([row.model, row.workload, row.kind, str(row.tp), *cells])
         detail.data.append({"model_id": row.model, "workload": row.workload, "kind": row.kind, "tp": row.tp,
                             "comparisons": data})
     legs_text = ", ".join(f"{label} = {old} → {new}" for label, old, new in pairs)
-    detail.note = (f"Every row of the seed's table ({len(rows)} rows; {legs_text}). A ratio is the compare tables' "
-                   "own cell of the group named after it (latency ratios are speedups); without one, each leg says "
-                   "what it has: processes measured and on which GPU, its latest FAIL or SKIP, or not run.")
+    detail.note = (f"Every row of the seed's table ({len(rows)} rows; {legs_text}). "
+                   + ("Seed: the ratio the seed's Full data prints, and its two values (one timed pass each). "
+                      if with_seed else "")
+                   + "Ours: a ratio is the compare tables' own cell of the group named after it (latency ratios are "
+                   "speedups); without one, each leg says what it has: processes measured and on which GPU, its latest "
+                   "FAIL or SKIP, or not run. Seed and ours differ in data (dummy weights, synthetic prompts and "
+                   "media, fewer requests, often another GPU): see 'Seed findings: ratios' for what each record says.")
     summary = Table("Seed rows: measured per comparison", ["comparison", "rows", "seed rows", *CATEGORIES], [])
     for label, old, new in pairs:
         for tp_class in ("tp 1", "tp > 1"):

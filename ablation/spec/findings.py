@@ -16,9 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from ablation.errors import AblationError
 from ablation.spec import identifiers
-from ablation.spec.scenarios import ScenarioTable, load_scenarios
 from ablation.util.yamlio import load_yaml_model
 
 RATIO_TOLERANCE = 0.02  # the seed's ratio and its two (rounded) values agree to 2%, or the file has a typo
@@ -125,6 +123,8 @@ class SeedTableRef(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     path: str = Field(min_length=1, description="the scenario table, relative to the findings file")
+    values: str | None = Field(None, min_length=1, description="the seed's Full data tables as TSV (one row per "
+                               "table row: its values per leg and printed ratios), relative to the findings file")
     leave_out: dict[ModelId, Text] = Field(
         default_factory=dict, description="models of the table the seed report has no rows for -> why")
 
@@ -187,20 +187,3 @@ class SeedFindings(BaseModel):
 
 def load_findings(path: Path) -> SeedFindings:
     return load_yaml_model(path, SeedFindings, docs="docs/comparer.md (seed findings) or ablation/spec/findings.py")
-
-
-def load_seed_table(findings: SeedFindings, path: Path) -> ScenarioTable | None:
-    """The scenario table `findings.table` names (relative to the findings file at `path`), checked
-    against its `leave_out`; None without `table`. A bad reference names the findings file and field."""
-    ref = findings.table
-    if ref is None:
-        return None
-    table_path = path.parent / ref.path
-    if not table_path.is_file():
-        raise AblationError(f"{path}: field 'table.path': no scenario table at {table_path}")
-    table = load_scenarios(table_path).table
-    ids = {m.id for m in table.models}
-    for model in ref.leave_out:
-        if model not in ids:
-            raise AblationError(f"{path}: field 'table.leave_out': model '{model}' is not in {table_path}")
-    return table
