@@ -257,7 +257,10 @@ def test_without_the_option_the_report_is_the_same_and_the_option_only_adds_its_
     md, out = report(tmp_path, *runs)
     without = re.sub(r"^Generated .*$", "", (plain / "REPORT.md").read_text(), flags=re.M)
     section = re.search(r"^## Seed vs this tool\n.*?(?=^## Known limitations)", md, flags=re.M | re.S)
-    assert section and re.sub(r"^Generated .*$", "", md.replace(section.group(0), ""), flags=re.M) == without
+    covered = re.search(r"^\d+\. Of the seed's table, these results cover only part: .*\n", md, flags=re.M)
+    assert section and covered  # the section, and its one line under Known limitations
+    rest = md.replace(section.group(0), "").replace(covered.group(0), "")
+    assert re.sub(r"^Generated .*$", "", rest, flags=re.M) == without
     assert "Seed" not in without
     assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(
         [p.name for p in (plain / "tables").iterdir()]
@@ -318,6 +321,9 @@ def test_every_row_of_the_seed_table_says_what_the_results_hold_of_it_for_each_c
     assert counts[("29/26 (0.26-h200 → 0.29-h200)", "tp 1")] == [41, 1, 0, 0, 1, 2, 37]
     assert counts[("29/26 (0.26-h200 → 0.29-h200)", "tp > 1")] == [21, 0, 0, 4, 0, 0, 17]
     assert "Left out of the seed's rows: nvidia/GLM-5.2-NVFP4: not in the H200 report" in md
+    limits = md.split("## Known limitations", 1)[1].split("##", 1)[0]
+    assert ("Of the seed's table, these results cover only part: 26/18: 2 of 62 with a ratio, 0 of them from 3 or "
+            "more processes per leg; 29/26: 1 of 62 with a ratio, 1 of them from 3 or more processes per leg.") in limits
     # the same table in every artefact
     data = json.loads((out / "report.json").read_text())["tables"]
     video = next(d for d in data["seed-rows"]["rows"] if d["model_id"] == QWEN2VL and d["workload"] == "video")

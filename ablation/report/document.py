@@ -15,6 +15,7 @@ from ablation.analysis.stats import ALPHA, CHANGED, CORRECTION_TEXT, METHOD_TEXT
 from ablation.analysis.tables import Table
 from ablation.report.seedcheck import SECTION as SEED_SECTION
 from ablation.report.seedcheck import SeedCheck
+from ablation.report.seedrows import coverage_limitation
 from ablation.results.store import ResultSet
 from ablation.util.timestamps import utc_stamp
 
@@ -239,6 +240,9 @@ def report_markdown(inp: ReportInput, gts: list[GroupTables], bridged: list[Tabl
         lims += [f"{gt.group.label}: {x}" if n > 1 else x for x in limitations(gt.group.rs, gt.tables["throughput"])]
     if inp.rs.warnings:
         lims.append(f"{len(inp.rs.warnings)} note(s) about unreadable or excluded results: see the Warnings section.")
+    covered = coverage_limitation(seed or [])  # last, so the option adds one line and renumbers nothing
+    if covered:
+        lims.append(covered)
     out += ["## Known limitations", ""] + [f"{i}. {x}" for i, x in enumerate(lims, 1)]
     if inp.rs.warnings:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in inp.rs.warnings]

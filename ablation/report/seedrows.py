@@ -41,6 +41,7 @@ from ablation.spec.findings import SeedFindings
 from ablation.spec.scenarios import ScenarioTable, load_scenarios
 from ablation.spec.seedvalues import SeedRowValues, SeedTable, load_seed_values
 
+SUMMARY_TITLE = "Seed rows: measured per comparison"
 CATEGORIES = [
     f"ratio, ≥ {MIN_REPEATS} processes per leg",
     f"ratio, fewer than {MIN_REPEATS} processes",
@@ -212,7 +213,7 @@ def row_tables(check: SeedCheck, groups: list[Group], rs: ResultSet, order: list
                    "speedups); without one, each leg says what it has: processes measured and on which GPU, its latest "
                    "FAIL or SKIP, or not run. Seed and ours differ in data (dummy weights, synthetic prompts and "
                    "media, fewer requests, often another GPU): see 'Seed findings: ratios' for what each record says.")
-    summary = Table("Seed rows: measured per comparison", ["comparison", "rows", "seed rows", *CATEGORIES], [])
+    summary = Table(SUMMARY_TITLE, ["comparison", "rows", "seed rows", *CATEGORIES], [])
     for label, old, new in pairs:
         for tp_class in ("tp 1", "tp > 1"):
             n = [counts[(label, tp_class, c)] for c in CATEGORIES]
@@ -225,3 +226,20 @@ def row_tables(check: SeedCheck, groups: list[Group], rs: ResultSet, order: list
                     "below says which); a row counts once, in the first category that fits, in this column order. "
                     + (f"Left out of the seed's rows: {left}." if left else "No model of the table is left out."))
     return {"seed-rows-summary": summary, "seed-rows": detail}
+
+
+def coverage_limitation(tables: list[Table]) -> str | None:
+    """The Known limitations line: how many of the seed's rows have a ratio per comparison, from the summary."""
+    summary = next((t for t in tables if t.title == SUMMARY_TITLE), None)
+    if summary is None or not summary.data:
+        return None
+    parts = []
+    for label in dict.fromkeys(d["comparison"] for d in summary.data):
+        rows = [d for d in summary.data if d["comparison"] == label]
+        total = sum(d["seed_rows"] for d in rows)
+        ratio = sum(d[CATEGORIES[0]] + d[CATEGORIES[1]] for d in rows)
+        repeated = sum(d[CATEGORIES[0]] for d in rows)
+        parts.append(f"{label}: {ratio} of {total} with a ratio, {repeated} of them from {MIN_REPEATS} or more "
+                     "processes per leg")
+    return ("Of the seed's table, these results cover only part: " + "; ".join(parts)
+            + ". Every other row is FAIL or SKIP, on one leg only, or not run (see 'Seed rows').")
