@@ -264,7 +264,7 @@ def test_without_the_option_the_report_is_the_same_and_the_option_only_adds_its_
     assert "Seed" not in without
     assert sorted(p.name for p in (out / "tables").iterdir()) == sorted(
         [p.name for p in (plain / "tables").iterdir()]
-        + ["seed-outcomes.csv", "seed-ratios.csv", "seed-rows-summary.csv", "seed-rows.csv"])
+        + ["seed-coverage.csv", "seed-outcomes.csv", "seed-ratios.csv", "seed-rows-summary.csv", "seed-rows.csv"])
 
 
 MIXTRAL = "mistralai/Mixtral-8x7B-Instruct-v0.1"
@@ -321,6 +321,16 @@ def test_every_row_of_the_seed_table_says_what_the_results_hold_of_it_for_each_c
     assert counts[("29/26 (0.26-h200 → 0.29-h200)", "tp 1")] == [41, 1, 0, 0, 1, 2, 37]
     assert counts[("29/26 (0.26-h200 → 0.29-h200)", "tp > 1")] == [21, 0, 0, 4, 0, 0, 17]
     assert "Left out of the seed's rows: nvidia/GLM-5.2-NVFP4: not in the H200 report" in md
+    coverage = {r["leg"]: r for r in t["Seed coverage: models per leg"]}
+    assert list(coverage) == ["0.18 → 0.18-h200", "0.26 → 0.26-h200", "0.29 → 0.29-h200"]
+    assert coverage["0.18 → 0.18-h200"]["passing"] == "1/14"  # Llama
+    assert coverage["0.18 → 0.18-h200"]["failed"] == "gemma-4-26B-A4B-it (unsupported-model)"
+    # Mixtral skipped on 0.26 (tp 2 on one GPU): not failed, and out of the denominator, as in the seed's table
+    assert coverage["0.26 → 0.26-h200"]["passing"] == "3/13"  # Llama, Qwen2-VL, Omni
+    assert coverage["0.26 → 0.26-h200"]["skipped"] == (
+        "Mixtral-8x7B-Instruct-v0.1 (needs 2 GPUs for tensor-parallel size 2, this machine has 1)")
+    assert coverage["0.29 → 0.29-h200"]["passing"] == "2/14"  # Qwen2-VL, Omni
+    assert "mamba-2.8b-hf" in coverage["0.29 → 0.29-h200"]["not run"]
     limits = md.split("## Known limitations", 1)[1].split("##", 1)[0]
     assert ("Of the seed's table, these results cover only part: 26/18: 2 of 62 with a ratio, 0 of them from 3 or "
             "more processes per leg; 29/26: 1 of 62 with a ratio, 1 of them from 3 or more processes per leg.") in limits

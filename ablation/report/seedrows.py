@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ablation.analysis.groups import Group
 from ablation.analysis.stats import MIN_REPEATS
-from ablation.analysis.tables import Table, format_ratio, pair_label, passes_label
+from ablation.analysis.tables import MISSING, Table, format_ratio, pair_label, passes_label
 from ablation.errors import AblationError
 from ablation.report.seedcheck import (
     EstimateCache,
@@ -225,7 +225,45 @@ def row_tables(check: SeedCheck, groups: list[Group], rs: ResultSet, order: list
     summary.note = ("Rows of the seed's table by what these results hold for each comparison (the per-row table "
                     "below says which); a row counts once, in the first category that fits, in this column order. "
                     + (f"Left out of the seed's rows: {left}." if left else "No model of the table is left out."))
-    return {"seed-rows-summary": summary, "seed-rows": detail}
+    return {"seed-coverage": coverage_table(check, rs), "seed-rows-summary": summary, "seed-rows": detail}
+
+
+def _model_state(results: list[TaskResult], model: str, leg: str) -> tuple[str, str]:
+    """(PASS | FAIL | SKIP | not run, why) of one model on one leg across every group."""
+    recs = latest_of(results, model, leg)
+    if passing(recs):
+        return "PASS", ""
+    failed = [r for r in recs if r.status in ("FAIL", "SKIP")]
+    if not failed:
+        return "not run", ""
+    r = max(failed, key=lambda r: (r.record.started_at or 0, r.repeat, r.attempt))
+    if r.status == "FAIL":
+        return "FAIL", r.cause.cls if r.cause else "cause not recorded"
+    return "SKIP", r.skip_reason or "reason not recorded"
+
+
+def coverage_table(check: SeedCheck, rs: ResultSet) -> Table:
+    """The seed's Coverage table (per leg: passing of its models, and which failed, were skipped or not run),
+    over every group of these results."""
+    fs = check.findings
+    models = [m.id for m in check.table.table.models if m.id not in fs.table.leave_out]
+    table = Table("Seed coverage: models per leg", ["leg", "passing", "failed", "skipped", "not run"], [])
+    for seed_leg in sort_legs(fs.legs):
+        leg = fs.leg(seed_leg)
+        states = {m: _model_state(rs.results, m, leg) for m in models}
+        named = {st: [f"{_short(m)} ({why})" if why else _short(m) for m, (s, why) in states.items() if s == st]
+                 for st in ("PASS", "FAIL", "SKIP", "not run")}
+        table.rows.append([f"{seed_leg} → {leg}", f"{len(named['PASS'])}/{len(models) - len(named['SKIP'])}",
+                           ", ".join(named["FAIL"]) or MISSING, ", ".join(named["SKIP"]) or MISSING,
+                           ", ".join(named["not run"]) or MISSING])
+        table.data.append({"seed_leg": seed_leg, "leg": leg, "models": len(models),
+                           **{st: [m for m, (s, _) in states.items() if s == st] for st in named}})
+    table.note = (f"The seed's models ({len(models)}; left out: {', '.join(fs.table.leave_out) or 'none'}), each counted "
+                  "once per leg over every group of these results: PASS if any process passed (in any venv of the "
+                  "leg), else its latest FAIL (class) or SKIP (reason). As in the seed's Coverage table, a skipped model "
+                  "(this machine cannot run it) is not failed and leaves the denominator. The per-group Coverage "
+                  "tables above say on which machine each ran.")
+    return table
 
 
 def coverage_limitation(tables: list[Table]) -> str | None:
