@@ -76,6 +76,11 @@ def latest_of(results: list[TaskResult], model: str, leg: str | None = None, var
             and (variant is ... or r.variant == variant)]
 
 
+def latest_record(records: list[TaskResult]) -> TaskResult:
+    """The record that started last (then the higher repeat and attempt): a cell's current outcome."""
+    return max(records, key=lambda r: (r.record.started_at or 0, r.repeat, r.attempt))
+
+
 def workload_named(r: TaskResult, name: str):
     """The record's workload the seed calls `name`: its label, else its key."""
     for key, w in r.record.workloads.items():
@@ -91,7 +96,7 @@ def _status(records: list[TaskResult]) -> tuple[str, str]:
         return "not run", "no result"
     if passing(records):
         return "PASS", ""
-    r = max(records, key=lambda r: (r.record.started_at or 0, r.repeat, r.attempt))
+    r = latest_record(records)
     if r.status == "FAIL":
         cause = f"{r.cause.cls}: {r.cause.signature}" if r.cause else "cause not recorded"
         return "FAIL", cause
@@ -143,12 +148,14 @@ def differences(records: list[TaskResult], workload: str | None, seed_requests: 
 
 
 class EstimateCache:
-    """What the compare tables compute per group, computed once for every finding: the cells
-    (`collect`, per kind) and the estimates (`family_estimates`, per legs and baseline)."""
+    """What the compare tables compute per group, computed once for every finding and seed row: the
+    cells (`collect`, per kind), the estimates (`family_estimates`, per legs and baseline) and the
+    workload labels."""
 
     def __init__(self):
         self._estimates: dict[tuple, dict] = {}
         self._cells: dict[tuple, dict] = {}
+        self._labels: dict[int, dict] = {}
 
     def get(self, g: Group, legs: list[str], baseline: str | None) -> dict:
         key = (id(g), tuple(legs), baseline)
@@ -161,6 +168,11 @@ class EstimateCache:
         if key not in self._cells:
             self._cells[key] = collect(g.rs, kind)
         return self._cells[key]
+
+    def labels(self, g: Group) -> dict[tuple[str, str], str]:
+        if id(g) not in self._labels:
+            self._labels[id(g)] = workload_labels(g.rs)
+        return self._labels[id(g)]
 
 
 def _not_measured(f: RatioFinding, old: str, new: str, rs: ResultSet, order: list[str]) -> str:
@@ -193,7 +205,7 @@ def group_cell(g: Group, model: str, workload: str, kind: str, old: str, new: st
     """The cell of `model`'s workload (the name the seed prints: its label, else its key) for
     `old` -> `new` in group `g`; None where the group does not measure it on both legs."""
     cells = cache.cells(g, kind)
-    labels = workload_labels(g.rs)
+    labels = cache.labels(g)
     keys = [k for k in cells if k.model_id == model and labels.get((k.model_id, k.workload), k.workload) == workload
             and old in cells[k] and new in cells[k]]
     if not keys:

@@ -32,6 +32,7 @@ from ablation.report.seedcheck import (
     SeedCheck,
     group_cell,
     latest_of,
+    latest_record,
     passing,
     workload_named,
 )
@@ -78,13 +79,21 @@ def _leg_state(results: list[TaskResult], row: SeedRow, leg: str) -> tuple[str, 
         variants = sorted({r.variant for r in measured if r.variant})
         text = f"{leg}: " + ", ".join(f"{passes_label(n)} on {gpu}" for gpu, n in sorted(on.items()))
         return "measured", text + (f" (variant {', '.join(variants)})" if variants else "")
-    failed = [r for r in recs if r.status in ("FAIL", "SKIP")]
-    if failed:
-        r = max(failed, key=lambda r: (r.record.started_at or 0, r.repeat, r.attempt))
-        why = (r.cause.cls if r.cause else "cause not recorded") if r.status == "FAIL" else (
-            r.skip_reason or "reason not recorded")
-        return "FAIL or SKIP", f"{leg}: {r.status} ({why})"
+    failure = _latest_failure(recs)
+    if failure:
+        return "FAIL or SKIP", f"{leg}: {failure[0]} ({failure[1]})"
     return "not run", f"{leg}: not run"
+
+
+def _latest_failure(recs: list[TaskResult]) -> tuple[str, str] | None:
+    """(FAIL, its class) or (SKIP, its reason) of the latest such record; None if there is none."""
+    failed = [r for r in recs if r.status in ("FAIL", "SKIP")]
+    if not failed:
+        return None
+    r = latest_record(failed)
+    if r.status == "FAIL":
+        return "FAIL", r.cause.cls if r.cause else "cause not recorded"
+    return "SKIP", r.skip_reason or "reason not recorded"
 
 
 def _cell(row: SeedRow, old: str, new: str, groups: list[Group], rs: ResultSet, order: list[str],
@@ -233,13 +242,7 @@ def _model_state(results: list[TaskResult], model: str, leg: str) -> tuple[str, 
     recs = latest_of(results, model, leg)
     if passing(recs):
         return "PASS", ""
-    failed = [r for r in recs if r.status in ("FAIL", "SKIP")]
-    if not failed:
-        return "not run", ""
-    r = max(failed, key=lambda r: (r.record.started_at or 0, r.repeat, r.attempt))
-    if r.status == "FAIL":
-        return "FAIL", r.cause.cls if r.cause else "cause not recorded"
-    return "SKIP", r.skip_reason or "reason not recorded"
+    return _latest_failure(recs) or ("not run", "")
 
 
 def coverage_table(check: SeedCheck, rs: ResultSet) -> Table:
