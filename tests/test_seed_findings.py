@@ -202,6 +202,21 @@ def test_a_result_on_another_gpu_model_than_the_seeds_says_so_and_one_on_the_see
     assert seed_row(md, LLAMA, "26/18")["differences in data"] == "request count not recorded (seed: 64)"
 
 
+def test_a_leg_that_ran_on_the_seeds_gpu_and_on_another_says_how_many_of_its_processes_did(tmp_path):
+    # mamba-2.8b on 0.26: one pass on an H100 (session 8), one on an H200 (session 10); no 0.18 result.
+    # "0.26-h200 ran on NVIDIA H100" alone would say that no 0.26 process ran on the seed's GPU.
+    H100 = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-6"}]}
+    write_result(tmp_path / "h100", "0.26-h200", MAMBA, {"mixed": 5052.0}, machine=H100)
+    write_result(tmp_path / "h200", "0.26-h200", MAMBA, {"mixed": 5220.0}, machine=H200)
+    md, _ = report(tmp_path, tmp_path / "h100", tmp_path / "h200")
+    assert seed_row(md, MAMBA, "26/18")["differences in data"] == (
+        "0.26-h200: 1 of 2 processes ran on NVIDIA H100 80GB HBM3 (seed: NVIDIA H200); "
+        "request count not recorded (seed: 1,000)")
+    md, _ = report(tmp_path, tmp_path / "h100")  # every process of the leg on the H100: said without a count
+    assert seed_row(md, MAMBA, "26/18")["differences in data"].startswith(
+        "0.26-h200 ran on NVIDIA H100 80GB HBM3 (seed: NVIDIA H200); ")
+
+
 def test_coverage_and_failure_attribution_show_the_base_venv_failure_beside_the_variant_pass(tmp_path):
     # The gemma-4 story: 0.26 FAILs in its base venv and PASSes in the override variant. The
     # variant's run is the one the tables use; the base venv's FAIL is an outcome of its own (another

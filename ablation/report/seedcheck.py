@@ -112,10 +112,16 @@ def differences(records: list[TaskResult], workload: str | None, seed_requests: 
         if text not in out:
             out.append(text)
 
-    for r in sorted(records, key=lambda r: (r.leg, r.repeat)):
-        gpu = machine_label(r.record.machine)
-        if seed_gpu and gpu != seed_gpu:
-            add(f"{r.leg} ran on {gpu or 'a machine it did not record'} (seed: {seed_gpu})")
+    ordered = sorted(records, key=lambda r: (r.leg, r.repeat))
+    if seed_gpu:  # per leg: all of its processes on another GPU, or how many of them
+        for leg in dict.fromkeys(r.leg for r in ordered):
+            gpus = [machine_label(r.record.machine) for r in ordered if r.leg == leg]
+            for gpu in dict.fromkeys(g for g in gpus if g != seed_gpu):
+                where = gpu or "a machine it did not record"
+                n = gpus.count(gpu)
+                add(f"{leg} ran on {where} (seed: {seed_gpu})" if n == len(gpus) else
+                    f"{leg}: {n} of {len(gpus)} processes ran on {where} (seed: {seed_gpu})")
+    for r in ordered:
         if r.record.model.spec.get("load_format") == "dummy":
             add("dummy weights")
         if r.variant:
