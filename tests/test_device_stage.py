@@ -63,6 +63,33 @@ def test_split_receive_assemble_roundtrip_and_corruption_is_refused(tmp_path):
     assert not (device / ".stage/wheels/big-1.0-py3-none-any.whl").exists()
 
 
+def test_parts_leave_room_for_the_working_tree_that_travels_with_every_call(tmp_path):
+    # A call carries the part AND the tree (tracked and untracked-not-ignored files), 64 MiB in all.
+    # Session 10 (2026-12-06): the tree had grown to 10.1 MiB, so the 55 MiB parts of earlier sessions
+    # would have made 65 MiB calls. The default is now measured; a --part-bytes that cannot fit is refused.
+    here = tmp_path / "here"
+    (here / ".stage/wheels").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(here)], check=True)
+    (here / ".gitignore").write_text("/.stage/\nignored.bin\n")
+    (here / "tracked.bin").write_bytes(os.urandom(3 * 2**20))
+    (here / "untracked.bin").write_bytes(os.urandom(2**20))  # not ignored: it travels too
+    (here / "ignored.bin").write_bytes(os.urandom(20 * 2**20))  # ignored: it does not
+    subprocess.run(["git", "-C", str(here), "add", "tracked.bin", ".gitignore"], check=True)
+    (here / ".stage/wheels/w-1.0-py3-none-any.whl").write_bytes(os.urandom(1000))
+    out = stage(here, "split")
+    assert out.returncode == 0, out.stderr
+    # 64 - 4.0 (tree, + .gitignore's bytes) - 1 (margin) = 58.99 -> whole MiB
+    assert "the working tree that travels with each call is 4.0 MiB: parts of <= 58 MiB" in out.stdout
+    kept = sorted(p.name for p in (here / ".stage/parts").iterdir())
+    too_big = stage(here, "split", "--part-bytes", str(60 * 2**20))
+    assert too_big.returncode == 2
+    lines = too_big.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --part-bytes: 60.0 MiB + the working tree that travels "
+                                                   "(4.0 MiB)")
+    assert sorted(p.name for p in (here / ".stage/parts").iterdir()) == kept  # the earlier parts are not lost
+    assert stage(here, "split", "--part-bytes", str(50 * 2**20)).returncode == 0
+
+
 def test_cache_archives_travel_with_the_wheels_and_land_in_stage_caches(tmp_path):
     """scripts/device-caches' archives (.stage/caches) are cut into the same parts as the wheels and
     assembled, sha256-checked, into .stage/caches, where scripts/device-leg imports them."""
