@@ -19,6 +19,7 @@ from ablation.spec.scenarios import load_scenarios
 
 SCENARIOS = REPO / "scenarios"
 FEWER = (1000, 200)  # num_prompts: seed -> copy (a device call is 10 minutes, a session 30)
+JAMBA, JAMBA_WHY = "ai21labs/AI21-Jamba-Mini-1.7", "52B parameters: about 96 GiB of bf16 weights on one GPU"
 SHORTER_TIMEOUT = {("timeout_s",): (1800.0, 900.0)}  # a task that cannot end within one device call fails sooner
 
 # copy -> {path: (seed's value, the copy's value)}: the declared changes, all of them.
@@ -44,7 +45,14 @@ DECLARED: dict[str, dict[tuple, tuple]] = {
     "h200-findings-26-18.yaml": {
         **SHORTER_TIMEOUT,
         **{("workloads", w, "num_prompts"): FEWER for w in ("mixed", "audio")}},
+    # run before seed.yaml's Jamba entry gained min_gpu_memory_gib (session 10); frozen since, as
+    # recorded results carry its sha256 (h200-rest-29-26-b.yaml is its successor, with the requirement)
     "h200-rest-29-26.yaml": {
+        **SHORTER_TIMEOUT,
+        **{("workloads", w, "num_prompts"): FEWER for w in ("mixed", "librispeech", "text-only", "image", "video")},
+        ("models", JAMBA, "requires", "min_gpu_memory_gib"): (100.0, None),
+        ("models", JAMBA, "requires", "reason"): (JAMBA_WHY, None)},
+    "h200-rest-29-26-b.yaml": {
         **SHORTER_TIMEOUT,
         **{("workloads", w, "num_prompts"): FEWER for w in ("mixed", "librispeech", "text-only", "image", "video")}},
 }

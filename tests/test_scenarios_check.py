@@ -47,9 +47,15 @@ def verdicts(stdout: str) -> dict[str, str]:
     return out
 
 
-def gpu_machine(n: int, cc: float) -> Machine:
+def gpu_machine(n: int, cc: float, mib: int = 143771) -> Machine:  # 143,771 MiB: an H200 as NVML reports it
     return Machine("node", "Xeon", 64, 1024.0, "575.57", "13.0",
-                   [Gpu(i, "NVIDIA H200" if cc < 10 else "NVIDIA B200", cc, 143771, None, None, f"g{i}") for i in range(n)])
+                   [Gpu(i, "NVIDIA H200" if cc < 10 else "NVIDIA B200", cc, mib, None, None, f"g{i}") for i in range(n)])
+
+
+H100_MIB = 81559  # NVIDIA H100 80GB HBM3 as NVML reports it (79.6 GiB)
+JAMBA = "ai21labs/AI21-Jamba-Mini-1.7"
+JAMBA_SKIP_H100 = ("needs 100 GiB of memory on each GPU, this machine's GPU has 79.6 GiB "
+                   "(52B parameters: about 96 GiB of bf16 weights on one GPU)")
 
 
 def test_on_this_cpu_machine_every_seed_model_is_skip_for_its_platform(seed_file):
@@ -107,7 +113,7 @@ def test_the_check_and_the_sweep_skip_for_the_same_reasons(seed_file):
 
 def test_tp_larger_than_the_gpus_is_skip_on_cuda_only():
     class Req:  # the fields Machine.unmet reads, nothing required
-        platform = min_cpus = min_gpus = min_compute_capability = reason = None
+        platform = min_cpus = min_gpus = min_compute_capability = min_gpu_memory_gib = reason = None
 
     one = gpu_machine(1, 9.0)
     assert one.unmet(Req(), 2) == "needs 2 GPUs for tensor-parallel size 2, this machine has 1"
@@ -115,6 +121,39 @@ def test_tp_larger_than_the_gpus_is_skip_on_cuda_only():
     assert gpu_machine(4, 9.0).unmet(Req(), 4) is None
     cpu = Machine("host", "Xeon", 2, 24.0)  # tp ranks are processes on a CPU machine: min_cpus decides
     assert cpu.unmet(Req(), 4) is None
+
+
+def test_a_model_bigger_than_one_gpus_memory_is_skip_with_its_reason_not_a_load_failure(seed_file):
+    # Jamba-Mini's bf16 weights (~96 GiB) do not fit an H100's 80 GB: on such a machine the seed's row is
+    # SKIP with the reason, as tp > GPUs is, both in the sweep's rule and in the check
+    sf = load_scenarios(seed_file)
+    assert Planner.skip_reasons(sf.table, None, [gpu_machine(1, 9.0, H100_MIB)])[JAMBA] == JAMBA_SKIP_H100
+    assert Planner.skip_reasons(sf.table, None, [gpu_machine(1, 9.0)])[JAMBA] is None  # an H200 holds it
+    two = gpu_machine(2, 9.0)  # the smallest GPU decides
+    two.gpus[1] = Gpu(1, "NVIDIA H100 80GB HBM3", 9.0, H100_MIB, None, None, "g1")
+    assert Planner.skip_reasons(sf.table, None, [two])[JAMBA] == JAMBA_SKIP_H100.replace(
+        "this machine's GPU has", "this machine's smallest GPU has")
+
+    h100 = run_cli("scenarios", "check", str(seed_file), "--gpus", "1", "--compute-capability", "9.0",
+                   "--gpu-memory-gib", "79.6")
+    assert h100.returncode == 0, h100.stderr
+    assert "machine: described: 1 GPU of compute capability 9.0, 79.6 GiB each" in h100.stdout
+    assert verdicts(h100.stdout)[JAMBA] == JAMBA_SKIP_H100
+    assert "models: 8 of 15 runnable here; 7 SKIP" in h100.stdout
+    # not described: not judged, and the check says so
+    unsaid = run_cli("scenarios", "check", str(seed_file), "--gpus", "1", "--compute-capability", "9.0")
+    assert verdicts(unsaid.stdout)[JAMBA] == "RUN"
+    assert "(GPU memory not described: min_gpu_memory_gib not judged)" in unsaid.stdout
+
+
+@pytest.mark.parametrize("value", ["-5", "nan", "0"])
+def test_a_bad_gpu_memory_requirement_names_the_file_and_field(tmp_path, value):
+    bad = tmp_path / "t.yaml"
+    bad.write_text("name: t\nworkloads: {m: {kind: throughput, num_prompts: 1, input_len: {min: 8, max: 8}, "
+                   "output_len: 8}}\nmodels:\n  - {id: org/a, source: {path: m}, workloads: [m], "
+                   f"requires: {{platform: cuda, min_gpu_memory_gib: {value}}}}}\n")
+    line = one_line_error(run_cli("scenarios", "check", str(bad)))
+    assert line.startswith(f"error: {bad}: field 'models.0.requires.min_gpu_memory_gib':"), line
 
 
 def test_the_sweep_skips_a_tp_the_node_cannot_hold(tmp_path):
@@ -155,11 +194,14 @@ def test_a_runnable_model_without_config_json_is_what_the_sweep_would_refuse(tmp
 @pytest.mark.parametrize("args, expect", [
     (["no/such/table.yaml"], "error: no/such/table.yaml: file not found"),
     (["scenarios/gpu.yaml", "--gpus", "1"], "error: --compute-capability: required with --gpus N > 0"),
-    (["scenarios/gpu.yaml", "--compute-capability", "9.0"], "error: --compute-capability/--cpus describe a machine"),
+    (["scenarios/gpu.yaml", "--compute-capability", "9.0"], "error: --compute-capability/--cpus/--gpu-memory-gib describe a machine"),
     (["scenarios/gpu.yaml", "--gpus", "0", "--compute-capability", "9.0"], "error: --compute-capability: a machine with --gpus 0"),
     (["scenarios/gpu.yaml", "--gpus", "-1"], "error: --gpus: -1 is negative"),
     (["scenarios/gpu.yaml", "--gpus", "1", "--compute-capability", "900"], "error: --compute-capability: 900.0 is not"),
     (["scenarios/gpu.yaml", "--repeats", "0"], "error: --repeats: 0 must be at least 1"),
+    (["scenarios/gpu.yaml", "--gpu-memory-gib", "80"], "error: --compute-capability/--cpus/--gpu-memory-gib describe"),
+    (["scenarios/gpu.yaml", "--gpus", "1", "--compute-capability", "9.0", "--gpu-memory-gib", "-1"],
+     "error: --gpu-memory-gib: -1.0 is not the memory of a described GPU"),
 ])
 def test_bad_input_is_one_error_line_and_exit_2(args, expect):
     line = one_line_error(run_cli("scenarios", "check", *args))

@@ -18,7 +18,7 @@ class Gpu:
     index: int
     name: str
     compute_capability: float
-    memory_total_mib: int
+    memory_total_mib: int | None  # None: not known (a machine described to `scenarios check` without it)
     clocks_locked: bool | None
     sm_clock_mhz: int | None
     uuid: str
@@ -65,6 +65,12 @@ class Machine:
             return f"needs {requires.min_cpus} CPUs, this machine has {self.cpu_count}{why}"
         if requires.min_gpus and len(self.gpus) < requires.min_gpus:
             return f"needs {requires.min_gpus} GPUs, this machine has {len(self.gpus)}{why}"
+        known = [g.memory_total_mib for g in self.gpus if g.memory_total_mib is not None]
+        if requires.min_gpu_memory_gib and known:
+            smallest = min(known) / 1024
+            if smallest < requires.min_gpu_memory_gib:
+                return (f"needs {requires.min_gpu_memory_gib:g} GiB of memory on each GPU, this machine's "
+                        f"{'smallest GPU has' if len(self.gpus) > 1 else 'GPU has'} {smallest:.1f} GiB{why}")
         if requires.min_compute_capability:
             cc = max((g.compute_capability for g in self.gpus), default=0.0)
             if cc < requires.min_compute_capability:

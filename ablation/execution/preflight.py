@@ -70,8 +70,10 @@ class Preflight:
                 and all(not m.source_problem for m in self.models))
 
 
-def described_machine(gpus: int, compute_capability: float | None, cpus: int | None = None) -> Machine:
-    """A machine as a user describes it: `gpus` GPUs of one compute capability (0: a CPU machine)."""
+def described_machine(gpus: int, compute_capability: float | None, cpus: int | None = None,
+                      memory_gib: float | None = None) -> Machine:
+    """A machine as a user describes it: `gpus` GPUs of one compute capability (0: a CPU machine),
+    each with `memory_gib` of memory (None: not described, so `min_gpu_memory_gib` is not judged)."""
     if gpus < 0:
         raise AblationError(f"--gpus: {gpus} is negative; give the number of GPUs (0 for a CPU machine)")
     if gpus and compute_capability is None:
@@ -82,7 +84,10 @@ def described_machine(gpus: int, compute_capability: float | None, cpus: int | N
         raise AblationError(f"--compute-capability: {compute_capability} is not a compute capability (X.Y, e.g. 9.0)")
     if cpus is not None and cpus < 1:
         raise AblationError(f"--cpus: {cpus} is not a CPU count (at least 1)")
-    gpu_list = [Gpu(i, f"described sm{int(round(compute_capability * 10))}", compute_capability, 0, None, None,
+    if memory_gib is not None and (not gpus or not 0 < memory_gib < 2**20):
+        raise AblationError(f"--gpu-memory-gib: {memory_gib} is not the memory of a described GPU (GiB, with --gpus N > 0)")
+    mib = round(memory_gib * 1024) if memory_gib is not None else None
+    gpu_list = [Gpu(i, f"described sm{int(round(compute_capability * 10))}", compute_capability, mib, None, None,
                     f"described-{i}") for i in range(gpus)] if gpus else []
     return Machine(hostname="described", cpu_model="described", cpu_count=cpus or _usable_cpus(),
                    memory_gib=0.0, gpus=gpu_list)
@@ -93,6 +98,9 @@ def describe(machine: Machine, described: bool) -> str:
     if gpus:
         ccs = sorted({g.compute_capability for g in gpus})
         what = f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''} of compute capability {', '.join(map(str, ccs))}"
+        mems = sorted({g.memory_total_mib for g in gpus if g.memory_total_mib is not None})
+        what += (f", {', '.join(f'{m / 1024:.1f}' for m in mems)} GiB each" if mems
+                 else " (GPU memory not described: min_gpu_memory_gib not judged)")
     else:
         what = "no GPUs (platform cpu)"
     who = "described" if described else f"this machine ({machine.hostname or platform.node()})"

@@ -116,6 +116,9 @@ class Requires(BaseModel):
     platform: Literal["cpu", "cuda"] | None = None
     min_compute_capability: float | None = Field(None, ge=0, le=100, allow_inf_nan=False)
     min_gpus: int | None = Field(None, ge=0, le=identifiers.MAX_GPUS)
+    min_gpu_memory_gib: float | None = Field(None, gt=0, le=2**20, allow_inf_nan=False,
+                                             description="memory of each GPU (GiB), e.g. a model whose weights "
+                                                         "need more than an 80 GB card")
     min_cpus: int | None = Field(None, ge=1, description="CPUs the task may run on (its affinity), e.g. for tp on CPU")
     reason: str | None = Field(None, description="why, in the words the SKIP line will use")
 
