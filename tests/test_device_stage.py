@@ -90,6 +90,21 @@ def test_parts_leave_room_for_the_working_tree_that_travels_with_every_call(tmp_
     assert stage(here, "split", "--part-bytes", str(50 * 2**20)).returncode == 0
 
 
+@pytest.mark.parametrize("size", ["0", "-5"])
+def test_a_part_size_that_cuts_nothing_is_one_error_line_not_a_hang(tmp_path, size):
+    # found in review, 2026-12-06: before session 10, `--part-bytes 0` never advanced through a wheel and
+    # `split` looped, making empty parts (84,425 of them in 10 s); session 10's first version took 0 outside
+    # a git checkout as "the default" (60 MiB) and looped inside one
+    here = tmp_path / "here"
+    (here / ".stage/wheels").mkdir(parents=True)
+    (here / ".stage/wheels/w-1.0-py3-none-any.whl").write_bytes(os.urandom(1000))
+    out = subprocess.run([sys.executable, str(SCRIPT), "split", "--part-bytes", size], cwd=here,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [f"error: --part-bytes: {size} is not a part size (bytes, at least 1)"]
+    assert not (here / ".stage/parts").exists()
+
+
 def test_cache_archives_travel_with_the_wheels_and_land_in_stage_caches(tmp_path):
     """scripts/device-caches' archives (.stage/caches) are cut into the same parts as the wheels and
     assembled, sha256-checked, into .stage/caches, where scripts/device-leg imports them."""

@@ -66,7 +66,7 @@ class Machine:
         if requires.min_gpus and len(self.gpus) < requires.min_gpus:
             return f"needs {requires.min_gpus} GPUs, this machine has {len(self.gpus)}{why}"
         known = [g.memory_total_mib for g in self.gpus if g.memory_total_mib is not None]
-        if requires.min_gpu_memory_gib and known:
+        if requires.min_gpu_memory_gib and known:  # a GPU of unknown memory (described without it) is not judged
             smallest = min(known) / 1024
             if smallest < requires.min_gpu_memory_gib:
                 return (f"needs {requires.min_gpu_memory_gib:g} GiB of memory on each GPU, this machine's "

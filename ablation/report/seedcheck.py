@@ -20,6 +20,7 @@ synthetic token-id prompts, fewer requests than the seed's run, an override vari
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,6 +77,11 @@ def latest_of(results: list[TaskResult], model: str, leg: str | None = None, var
             and (variant is ... or r.variant == variant)]
 
 
+def processes_per_gpu(records: list[TaskResult]) -> Counter:
+    """How many of `records` ran on each GPU model (machine_label; None: the record names none)."""
+    return Counter(machine_label(r.record.machine) for r in records)
+
+
 def latest_record(records: list[TaskResult]) -> TaskResult:
     """The record that started last (then the higher repeat and attempt): a cell's current outcome."""
     return max(records, key=lambda r: (r.record.started_at or 0, r.repeat, r.attempt))
@@ -115,12 +121,13 @@ def differences(records: list[TaskResult], workload: str | None, seed_requests: 
     ordered = sorted(records, key=lambda r: (r.leg, r.repeat))
     if seed_gpu:  # per leg: all of its processes on another GPU, or how many of them
         for leg in dict.fromkeys(r.leg for r in ordered):
-            gpus = [machine_label(r.record.machine) for r in ordered if r.leg == leg]
-            for gpu in dict.fromkeys(g for g in gpus if g != seed_gpu):
+            on = processes_per_gpu([r for r in ordered if r.leg == leg])
+            for gpu, n in on.items():
+                if gpu == seed_gpu:
+                    continue
                 where = gpu or "a machine it did not record"
-                n = gpus.count(gpu)
-                add(f"{leg} ran on {where} (seed: {seed_gpu})" if n == len(gpus) else
-                    f"{leg}: {n} of {len(gpus)} processes ran on {where} (seed: {seed_gpu})")
+                add(f"{leg} ran on {where} (seed: {seed_gpu})" if n == on.total() else
+                    f"{leg}: {n} of {on.total()} processes ran on {where} (seed: {seed_gpu})")
     for r in ordered:
         if r.record.model.spec.get("load_format") == "dummy":
             add("dummy weights")

@@ -34,9 +34,9 @@ from ablation.report.seedcheck import (
     latest_of,
     latest_record,
     passing,
+    processes_per_gpu,
     workload_named,
 )
-from ablation.results.machines import machine_label
 from ablation.results.store import ResultSet, TaskResult, sort_legs
 from ablation.spec.findings import SeedFindings
 from ablation.spec.scenarios import ScenarioTable, load_scenarios
@@ -72,10 +72,7 @@ def _leg_state(results: list[TaskResult], row: SeedRow, leg: str) -> tuple[str, 
     recs = latest_of(results, row.model, leg)
     measured = [r for r in passing(recs) if (w := workload_named(r, row.workload)) is not None and w.kind == row.kind]
     if measured:
-        on: dict[str, int] = {}
-        for r in measured:
-            gpu = machine_label(r.record.machine) or "a machine not recorded"
-            on[gpu] = on.get(gpu, 0) + 1
+        on = {gpu or "a machine not recorded": n for gpu, n in processes_per_gpu(measured).items()}
         variants = sorted({r.variant for r in measured if r.variant})
         text = f"{leg}: " + ", ".join(f"{passes_label(n)} on {gpu}" for gpu, n in sorted(on.items()))
         return "measured", text + (f" (variant {', '.join(variants)})" if variants else "")
