@@ -16,7 +16,8 @@ def carried_caches_note(rs: ResultSet) -> str | None:
     sources = sorted({_source(r.record.caches.carried) for r in carried})
     return one_line(f"{len(carried)} of {len(rs.results)} task attempts ({', '.join(envs)}) started from compile and JIT "
             f"caches carried from another machine ({'; '.join(sources)}), so their engine start-up was not a cold "
-            "one; throughput and latency are timed after warm-up either way (docs/air-gapped-gpu.md).", 2000)
+            "one, and their timed work may differ from a cold process's as a warm one's does (see Cold and warm "
+            "processes; docs/air-gapped-gpu.md).", 2000)
 
 
 def _source(origin: dict) -> str:

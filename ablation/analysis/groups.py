@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from ablation.analysis.coldstart import cold_start_table
 from ablation.analysis.tables import Table, all_tables, collect, pair_label, row_order
 from ablation.results.machines import machine_instance, machine_of
 from ablation.results.store import ResultSet, TaskResult, sort_legs
@@ -40,9 +41,12 @@ class Group:
         return [leg for leg in order if leg in mine] if order else self.rs.legs()
 
     def tables(self, order: list[str] | None, baseline: str | None) -> tuple[list[str], list[Table]]:
-        """This group's legs (in `order`) and its all_tables; a baseline it lacks is ignored here."""
+        """This group's legs (in `order`), its all_tables and its cold-start table; a baseline it lacks
+        is ignored here."""
         legs = self.legs(order)
-        return legs, (all_tables(self.rs, legs, baseline if baseline in legs else None) if legs else [])
+        if not legs:
+            return legs, []
+        return legs, all_tables(self.rs, legs, baseline if baseline in legs else None) + [cold_start_table(self.rs, legs)]
 
 
 def group_results(rs: ResultSet) -> list[Group]:

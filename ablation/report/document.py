@@ -112,9 +112,9 @@ class GroupTables:
 def build_tables(inp: ReportInput, groups: list[Group]) -> list[GroupTables]:
     out = []
     for i, g in enumerate(groups, 1):
-        legs, (coverage, thr, lat, fails, controls) = g.tables(inp.legs, inp.baseline)
+        legs, (coverage, thr, lat, fails, controls, cold) = g.tables(inp.legs, inp.baseline)
         tables = {"coverage": coverage, "throughput": thr, "latency": lat, "failures": fails, "controls": controls,
-                  "stacks": stack_table(g.rs, legs)}
+                  "cold_starts": cold, "stacks": stack_table(g.rs, legs)}
         out.append(GroupTables(g, legs, tables, "" if len(groups) == 1 else f"g{i}"))
     if inp.other is not None:  # compare-arch's section: the whole set against the other machine
         out[0].tables["cross_arch"] = speedup_table(inp.rs, inp.other, inp.names, inp.threshold)
@@ -198,7 +198,8 @@ def group_sections(inp: ReportInput, gt: GroupTables, level: int, suffix: str) -
         out += [f"{h} What transfers from {inp.names[1]} to {inp.names[0]}, and what does not", "",
                 t["cross_arch"].markdown(level=level + 1), t["cross_arch_failures"].markdown(level=level + 1)]
     out += [f"{h} Failure attribution{suffix}", "", t["failures"].markdown(heading=False)]
-    out += [f"{h} What is controlled{suffix}", "", t["controls"].markdown(level=level + 1, suffix=suffix)]
+    out += [f"{h} What is controlled{suffix}", "", t["controls"].markdown(level=level + 1, suffix=suffix),
+            t["cold_starts"].markdown(level=level + 1, suffix=suffix)]
     out += [f"{h} Runtime stack per leg{suffix}", "", t["stacks"].markdown(heading=False)]
     return out
 

@@ -1,0 +1,86 @@
+"""Which processes started cold: with their leg's compile and JIT caches empty (the record's `caches`).
+
+Each task process warms up before it is timed, but a warm-up does not reach every kernel the timed
+work compiles. On one H100 (2026-12-07, docs/measurements/2026-12-07-session12-h100-omni-audio),
+Qwen2.5-Omni audio on 0.29-h200 ran 9% slower in the process that started with empty caches than
+in the three after it, while 0.26-h200's cold process was within 1% of its warm ones. So a ratio
+whose legs differ in how many cold processes they hold may carry a cold-start difference, and a
+single-pass ratio on a fresh machine compares two cold processes. This table says which is which;
+it is a disclosure, not a verdict (no test, no arrow).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from ablation.analysis.tables import Table, latest_attempts, row_order, workload_labels
+from ablation.results.store import ResultSet, TaskResult
+
+COLD, WARM, CARRIED, UNKNOWN = "cold", "warm", "carried", "not recorded"
+
+
+def start_state(r: TaskResult) -> str:
+    """cold: the leg's caches were empty at the task's start; warm: an earlier process on this
+    machine had filled them; carried: imported from another machine; not recorded: before
+    2026-12-05's records, which did not say."""
+    c = r.record.caches
+    if c is None:
+        return UNKNOWN
+    if c.carried:
+        return CARRIED
+    return WARM if c.files > 0 else COLD
+
+
+def cold_start_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
+    """Per (model, workload) and leg: how many PASS processes started cold, warm, from carried
+    caches or unrecorded; where a leg has both cold and warm values, the cold median over the warm
+    median as a speed (above 1.00x: the cold processes were faster)."""
+    legs = legs or rs.legs()
+    table = Table("Cold and warm processes", ["model", "workload", *legs], [])
+    cells: dict[tuple[str, str], dict[str, dict[str, list[tuple[float, str]]]]] = {}
+    for r in latest_attempts(rs.results):
+        if r.status != "PASS" or r.leg not in legs:
+            continue
+        state = start_state(r)
+        for w in r.workloads.values():
+            per = cells.setdefault((r.model_id, w.name), {}).setdefault(r.leg, {})
+            per.setdefault(state, []).append((w.value, w.kind))
+    order = row_order(rs)
+    first: dict[tuple[str, str], tuple] = {}
+    for rk, pos in order.items():
+        first[(rk.model_id, rk.workload)] = min(first.get((rk.model_id, rk.workload), pos), pos)
+    labels = workload_labels(rs)
+    for key in sorted(cells, key=lambda k: first.get(k, (0,))):
+        row, data = [key[0], labels.get(key, key[1])], {"model_id": key[0], "workload": key[1], "legs": {}}
+        for leg in legs:
+            by_state = cells[key].get(leg, {})
+            counts = {s: len(v) for s, v in by_state.items()}
+            speed = _cold_over_warm(by_state)
+            data["legs"][leg] = {"counts": counts, "cold_over_warm_speed": speed}
+            row.append(_cell(counts, speed))
+        table.rows.append(row)
+        table.data.append(data)
+    table.note = ("cold: the process started with its leg's compile and JIT caches empty (the first process of that "
+                  "leg on a fresh machine); warm: an earlier process on this machine had filled them; carried: "
+                  "imported from another machine (disclosed). Cold/warm: the cold processes' median over the warm "
+                  "ones' as a speed (ms/tok inverted), where a leg has both; below 1.00x the cold processes were "
+                  "slower. Warm-up runs before timing in every process, but it does not reach every kernel the "
+                  "timed work compiles: a ratio whose legs differ here may carry a cold-start difference.")
+    return table
+
+
+def _cold_over_warm(by_state: dict[str, list[tuple[float, str]]]) -> float | None:
+    cold, warm = by_state.get(COLD), by_state.get(WARM)
+    if not cold or not warm:
+        return None
+    c, w = statistics.median(v for v, _ in cold), statistics.median(v for v, _ in warm)
+    if not (c > 0 and w > 0):
+        return None
+    return c / w if cold[0][1] == "throughput" else w / c
+
+
+def _cell(counts: dict[str, int], speed: float | None) -> str:
+    if not counts:
+        return "—"
+    text = ", ".join(f"{counts[s]} {s}" for s in (COLD, WARM, CARRIED, UNKNOWN) if s in counts)
+    return text + (f" (cold/warm {speed:.2f}x)" if speed is not None else "")
