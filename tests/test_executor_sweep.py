@@ -142,6 +142,26 @@ def test_repeats_interleave_legs_round_by_round(project):
     assert rec["repeat"] == 2 and rec["gpu_check"] == "no GPU"
 
 
+def test_repeat_order_model_runs_every_round_of_a_model_before_the_next_and_resume_keeps_it(project):
+    """A leased machine that stops early must leave whole models: with --repeat-order model a stop
+    after 2 models' tasks has both models' every repeat on both legs, and a resume with the other
+    order is refused (the run would change what a stop leaves)."""
+    proc = subprocess.run(argv(project, "--leg", "la", "--leg", "lb", "--run-id", "bymodel", "--repeats", "2",
+                               "--repeat-order", "model"), cwd=REPO, env=env(project, 0), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    run = project / "results/bymodel"
+    order = [e["task_id"] for e in read_jsonl(run / "run.jsonl") if e["event"] == "task_start"]
+    assert order == [f"{leg}/fault__slow-{i}/r{r}" for i in range(3)
+                     for r, legs in ((1, ["la", "lb"]), (2, ["lb", "la"])) for leg in legs]
+    assert json.loads((run / "MANIFEST.json").read_text())["repeat_order"] == "model"
+    before = (run / "run.jsonl").read_bytes()
+    line = one_line_error(subprocess.run(argv(project, "--leg", "la", "--leg", "lb", "--resume", "bymodel",
+                                              "--repeats", "2"), cwd=REPO, env=env(project, 0),
+                                         capture_output=True, text=True))
+    assert "was started with --repeat-order model; resume with the same order" in line
+    assert (run / "run.jsonl").read_bytes() == before
+
+
 def test_resume_of_unknown_run_and_duplicate_run_id_are_one_line_errors(project):
     proc = subprocess.run(argv(project, "--leg", "la", "--resume", "nope"), cwd=REPO, env=env(project, 0),
                           capture_output=True, text=True)

@@ -1,7 +1,7 @@
 """What a sweep will do, decided before anything runs: every bad input (unknown leg, a cuda leg
 on a CPU machine, a missing model directory) fails here, so a typo never costs a half-finished
-run; then the tasks in run order (round by round, model by model, the round's legs side by side),
-with the venvs they need."""
+run; then the tasks in run order (round by round, model by model, the round's legs side by side; with
+`--repeat-order model`, every round of one model before the next), with the venvs they need."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ class SweepOptions:
     run_id: str | None = None
     resume: bool = False
     repeats: int = 1
+    # "round": every model's repeat 1, then every model's repeat 2, ... (drift spreads over the whole
+    # table); "model": all of one model's repeats before the next model's, so a run stopped early
+    # (a leased machine) leaves each model it reached with every repeat, measured on one machine.
+    repeat_order: str = "round"
     timeout_override_s: float | None = None
     wait_for_lock: bool = False
     lock_path: Path = field(default_factory=default_lock_path)
@@ -61,6 +65,20 @@ def new_run_id() -> str:
 def leg_order(legs: list[str], repeats: int) -> list[tuple[int, list[str]]]:
     """Rounds of legs, reversed every other round (A B C, C B A, ...) to cancel drift."""
     return [(r + 1, legs if r % 2 == 0 else list(reversed(legs))) for r in range(repeats)]
+
+
+REPEAT_ORDERS = ("round", "model")
+
+
+def task_order(models: list, legs: list[str], repeats: int, order: str = "round") -> list[tuple]:
+    """(model, repeat, that round's legs) in run order: round by round over the whole table, or
+    ("model") every round of one model before the next; legs alternate direction either way."""
+    if order not in REPEAT_ORDERS:
+        raise AblationError(f"--repeat-order: '{order}' is not one of {', '.join(REPEAT_ORDERS)}")
+    rounds = leg_order(legs, repeats)
+    if order == "model":
+        return [(m, repeat, round_legs) for m in models for repeat, round_legs in rounds]
+    return [(m, repeat, round_legs) for repeat, round_legs in rounds for m in models]
 
 
 class Planner:
@@ -135,19 +153,19 @@ class Planner:
         # Model by model, the round's legs side by side: a leg pair's tasks run next to each other
         # (drift between them is one task's, not a whole leg's), and a run stopped early
         # (`--stop-after`, a lost machine) leaves every model it reached measured on every leg.
-        for repeat, legs in leg_order(list(resolved.stack_files), opts.repeats):
-            for m in opts.scenarios.table.models:
-                for leg in legs:
-                    sf = resolved.stack_files[leg]
-                    for arch, skip in resolved.skip.items():
-                        if skip[m.id]:
-                            plans[arch].append(Task(leg, m, repeat, None, None, skip_reason=skip[m.id]))
-                            continue
-                        override = sf.stack.override_for(m.id)
-                        variant = override.name if override else None
-                        if (leg, variant) not in envs:
-                            envs[(leg, variant)] = self.builder.ensure(sf, variant)
-                        plans[arch].append(Task(leg, m, repeat, envs[(leg, variant)], resolved.prepared[m.id],
-                                                stack_env=sf.stack.env, stack_file=sf,
-                                                patches_dir=self.builder.patches_dir))
+        for m, repeat, legs in task_order(opts.scenarios.table.models, list(resolved.stack_files), opts.repeats,
+                                          opts.repeat_order):
+            for leg in legs:
+                sf = resolved.stack_files[leg]
+                for arch, skip in resolved.skip.items():
+                    if skip[m.id]:
+                        plans[arch].append(Task(leg, m, repeat, None, None, skip_reason=skip[m.id]))
+                        continue
+                    override = sf.stack.override_for(m.id)
+                    variant = override.name if override else None
+                    if (leg, variant) not in envs:
+                        envs[(leg, variant)] = self.builder.ensure(sf, variant)
+                    plans[arch].append(Task(leg, m, repeat, envs[(leg, variant)], resolved.prepared[m.id],
+                                            stack_env=sf.stack.env, stack_file=sf,
+                                            patches_dir=self.builder.patches_dir))
         return plans

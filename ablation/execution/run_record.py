@@ -29,6 +29,9 @@ def check_resume_matches(run_dir: Path, opts: SweepOptions) -> None:
     if manifest.get("legs") and sorted(manifest["legs"]) != sorted(opts.legs):
         raise AblationError(f"--leg: run '{run_dir.name}' was started with legs {', '.join(manifest['legs'])}; "
                             "resume with the same legs")
+    if manifest.get("repeat_order", "round") != opts.repeat_order:
+        raise AblationError(f"--repeat-order: run '{run_dir.name}' was started with --repeat-order "
+                            f"{manifest.get('repeat_order', 'round')}; resume with the same order")
 
 
 
@@ -58,6 +61,7 @@ def write_manifest(run_dir: Path, opts: SweepOptions, tasks: list[Task], warning
         "argv": sys.argv,
         "legs": opts.legs,
         "repeats": opts.repeats,
+        "repeat_order": opts.repeat_order,
         "scenario_table": {"path": str(opts.scenarios.path), "sha256": opts.scenarios.sha256,
                            "name": opts.scenarios.table.name},
         "machine": machine.as_dict(),
