@@ -162,6 +162,30 @@ def test_repeat_order_model_runs_every_round_of_a_model_before_the_next_and_resu
     assert (run / "run.jsonl").read_bytes() == before
 
 
+def test_model_runs_only_those_models_of_the_unchanged_table(project):
+    """--model picks models of the table (one finding per leased machine) without a second table:
+    the run records the table's own sha256 and the selection; an id not in the table, or a resume
+    with another selection, is one error line and records nothing."""
+    proc = subprocess.run(argv(project, "--leg", "la", "--run-id", "one", "--model", "fault/slow-2"), cwd=REPO,
+                          env=env(project, 0), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    run = project / "results/one"
+    started = [e["task_id"] for e in read_jsonl(run / "run.jsonl") if e["event"] == "task_start"]
+    assert started == ["la/fault__slow-2/r1"]
+    manifest = json.loads((run / "MANIFEST.json").read_text())
+    assert manifest["models"] == ["fault/slow-2"]
+    assert manifest["scenario_table"]["sha256"] == load_scenarios(project / "table.yaml").sha256
+    line = one_line_error(subprocess.run(argv(project, "--leg", "la", "--run-id", "two", "--model", "fault/nope"),
+                                         cwd=REPO, env=env(project, 0), capture_output=True, text=True))
+    assert "--model: fault/nope not in" in line and "table.yaml" in line
+    assert not (project / "results/two").exists()
+    before = (run / "run.jsonl").read_bytes()
+    line = one_line_error(subprocess.run(argv(project, "--leg", "la", "--resume", "one"), cwd=REPO,
+                                         env=env(project, 0), capture_output=True, text=True))
+    assert "was started with fault/slow-2; resume with the same --model" in line
+    assert (run / "run.jsonl").read_bytes() == before
+
+
 def test_resume_of_unknown_run_and_duplicate_run_id_are_one_line_errors(project):
     proc = subprocess.run(argv(project, "--leg", "la", "--resume", "nope"), cwd=REPO, env=env(project, 0),
                           capture_output=True, text=True)

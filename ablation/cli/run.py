@@ -28,6 +28,8 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @click.option("--repeat-order", type=click.Choice(["round", "model"]), default="round", show_default=True,
               help="round: every model's repeat 1, then every model's repeat 2, ...; model: all of one model's "
                    "repeats before the next model (a run stopped early keeps whole models)")
+@click.option("--model", "models", multiple=True,
+              help="run only this model id of the table (repeatable); the table and its sha256 are unchanged")
 @click.option("--timeout", "timeout_s", type=float, default=None, help="per-task timeout override (s)")
 @click.option("--stop-after", "stop_after_s", type=float, default=None,
               help="start no task that, judged by the longest task so far, would end later than this many "
@@ -42,8 +44,8 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @HARNESS_OPT
 @click.pass_context
 @one_line_errors
-def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, repeat_order, timeout_s, stop_after_s, wait,
-        executor, ray_address, archs, harness):
+def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, repeat_order, models, timeout_s, stop_after_s,
+        wait, executor, ray_address, archs, harness):
     """Run every scenario of the table on each leg, serially, one process per (leg, model)."""
     from ablation.execution.machine import probe
     from ablation.execution.sweep import Sweep, SweepOptions
@@ -62,7 +64,8 @@ def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, repe
     echo = lambda m: click.echo(m, err=True)  # noqa: E731
     sweep = Sweep(_stacks(ctx), _builder(ctx), default_models_root(), probe(), log=echo)
     opts = SweepOptions(list(legs), scenarios, results_root, run_id=resume_id or run_id, resume=bool(resume_id),
-                        repeats=repeats, repeat_order=repeat_order, timeout_override_s=timeout_s, wait_for_lock=wait,
+                        repeats=repeats, repeat_order=repeat_order, models=list(models) or None,
+                        timeout_override_s=timeout_s, wait_for_lock=wait,
                         harness=harness.resolve() if harness else None, executor=executor, ray_address=ray_address,
                         stop_after_s=stop_after_s, archs=list(archs) or None)
     if executor == "ray" and not ray_address:

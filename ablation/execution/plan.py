@@ -31,6 +31,8 @@ class SweepOptions:
     # table); "model": all of one model's repeats before the next model's, so a run stopped early
     # (a leased machine) leaves each model it reached with every repeat, measured on one machine.
     repeat_order: str = "round"
+    # Only these model ids of the table (None: all). The table itself, and so its sha256, is unchanged.
+    models: list[str] | None = None
     timeout_override_s: float | None = None
     wait_for_lock: bool = False
     lock_path: Path = field(default_factory=default_lock_path)
@@ -79,6 +81,20 @@ def task_order(models: list, legs: list[str], repeats: int, order: str = "round"
     if order == "model":
         return [(m, repeat, round_legs) for m in models for repeat, round_legs in rounds]
     return [(m, repeat, round_legs) for repeat, round_legs in rounds for m in models]
+
+
+def selected_models(opts: SweepOptions) -> list:
+    """The table's models that this sweep runs, in the table's order; an id not in the table is an error."""
+    table = opts.scenarios.table
+    if not opts.models:
+        return list(table.models)
+    ids = [m.id for m in table.models]
+    unknown = [m for m in opts.models if m not in ids]
+    if unknown:
+        raise AblationError(f"--model: {', '.join(unknown)} not in {opts.scenarios.path} (its models: {', '.join(ids)})")
+    if len(set(opts.models)) != len(opts.models):
+        raise AblationError(f"--model: an id given twice ({', '.join(opts.models)})")
+    return [m for m in table.models if m.id in opts.models]
 
 
 class Planner:
@@ -140,7 +156,7 @@ class Planner:
                     raise AblationError(f"{opts.scenarios.path}: field 'engine_env' of {m.id}: {', '.join(clash)} "
                                         f"also set differently by {sf.path} ('env'); set it in one place")
         skip = {arch: self.skip_reasons(table, arch, ms) for arch, ms in machines.items()}
-        runnable = [m for m in table.models if any(not s[m.id] for s in skip.values())]
+        runnable = [m for m in selected_models(opts) if any(not s[m.id] for s in skip.values())]
         prepared = {m.id: prepare_model(m, opts.scenarios, self.models_root) for m in runnable}
         return Resolved(stack_files, {a: ms[0] for a, ms in machines.items()}, skip, prepared)
 
@@ -153,7 +169,7 @@ class Planner:
         # Model by model, the round's legs side by side: a leg pair's tasks run next to each other
         # (drift between them is one task's, not a whole leg's), and a run stopped early
         # (`--stop-after`, a lost machine) leaves every model it reached measured on every leg.
-        for m, repeat, legs in task_order(opts.scenarios.table.models, list(resolved.stack_files), opts.repeats,
+        for m, repeat, legs in task_order(selected_models(opts), list(resolved.stack_files), opts.repeats,
                                           opts.repeat_order):
             for leg in legs:
                 sf = resolved.stack_files[leg]

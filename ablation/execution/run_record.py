@@ -32,6 +32,9 @@ def check_resume_matches(run_dir: Path, opts: SweepOptions) -> None:
     if manifest.get("repeat_order", "round") != opts.repeat_order:
         raise AblationError(f"--repeat-order: run '{run_dir.name}' was started with --repeat-order "
                             f"{manifest.get('repeat_order', 'round')}; resume with the same order")
+    if sorted(manifest.get("models") or []) != sorted(opts.models or []):
+        given = ", ".join(manifest["models"]) if manifest.get("models") else "every model of the table"
+        raise AblationError(f"--model: run '{run_dir.name}' was started with {given}; resume with the same --model")
 
 
 
@@ -62,6 +65,7 @@ def write_manifest(run_dir: Path, opts: SweepOptions, tasks: list[Task], warning
         "legs": opts.legs,
         "repeats": opts.repeats,
         "repeat_order": opts.repeat_order,
+        "models": opts.models,  # None: every model of the table
         "scenario_table": {"path": str(opts.scenarios.path), "sha256": opts.scenarios.sha256,
                            "name": opts.scenarios.table.name},
         "machine": machine.as_dict(),
