@@ -1,9 +1,11 @@
 """Which processes started cold: with their leg's compile and JIT caches empty (the record's `caches`).
 
-Each task process warms up before it is timed, but a warm-up does not reach every kernel the timed
-work compiles. On one H100 (2026-12-07, docs/measurements/2026-12-07-session12-h100-omni-audio),
+Each task process warms up before it is timed, and still the first process of a leg on a machine can
+be slower in its timed window. On one H100 (2026-12-07, docs/measurements/2026-12-07-session12-h100-omni-audio),
 Qwen2.5-Omni audio on 0.29-h200 ran 9% slower in the process that started with empty caches than
-in the three after it, while 0.26-h200's cold process was within 1% of its warm ones. So a ratio
+in the three after it, while 0.26-h200's cold process was within 1% of its warm ones; vLLM's JIT
+monitor logged no compilation in the timed window, so the cause is not known (disk-cached work on the
+GPU or on the CPU side, where the audio processor runs, are candidates). So a ratio
 whose legs differ in how many cold processes they hold may carry a cold-start difference, and a
 single-pass ratio on a fresh machine compares two cold processes. This table says which is which;
 it is a disclosure, not a verdict (no test, no arrow).
@@ -64,8 +66,9 @@ def cold_start_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
                   "leg on a fresh machine); warm: an earlier process on this machine had filled them; carried: "
                   "imported from another machine (disclosed). Cold/warm: the cold processes' median over the warm "
                   "ones' as a speed (ms/tok inverted), where a leg has both; below 1.00x the cold processes were "
-                  "slower. Warm-up runs before timing in every process, but it does not reach every kernel the "
-                  "timed work compiles: a ratio whose legs differ here may carry a cold-start difference.")
+                  "slower. Warm-up runs before timing in every process, and still a cold process can be slower in "
+                  "its timed window (docs/comparer.md): a ratio whose legs differ here may carry a cold-start "
+                  "difference.")
     return table
 
 
