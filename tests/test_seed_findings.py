@@ -71,7 +71,8 @@ def test_repeated_finding_gets_the_compare_tables_own_cell_with_its_arrow_and_th
     assert row["ours"] == f"{compare_cell}; 1,000 → 1,200 tok/s"
     assert row["seed"] == "1.14x (1,674 → 1,905 tok/s, 1 pass)"
     assert row["finding"] == "SSM and audio gains" and row["workload"] == "video"
-    assert row["our samples"] == "0.26-h200: 3, 0.29-h200: 3"
+    # records without `caches` (before 2026-12-05) say so rather than pass for warm or cold
+    assert row["our samples"] == "0.26-h200: 3 (3 not recorded), 0.29-h200: 3 (3 not recorded)"
     assert row["differences in data"] == ("dummy weights; synthetic video (32 frames 224x224); "
                                           "synthetic token-id prompts; 200 requests (seed: 1,000)")
     # the same table in every artefact
@@ -98,12 +99,13 @@ def test_a_single_pass_finding_has_its_ratio_and_no_verdict(tmp_path):
     run = tmp_path / "llama"
     for leg, v in (("0.18-h200", 109.0), ("0.26-h200", 167.0)):
         write_result(run, leg, LLAMA, {"long-context": v, "mixed": 12000.0}, machine=H200,
-                     spec={"load_format": "dummy"}, workload_extra={"num_requests": 64}, harness=HARNESS)
+                     spec={"load_format": "dummy"}, workload_extra={"num_requests": 64}, harness=HARNESS,
+                     caches={"files": 0, "bytes": 0, "carried": None})
     md, _ = report(tmp_path, run)
     row = seed_row(md, LLAMA, "26/18")
     assert row["ours"] == "1.53x (1 pass, no verdict); 109 → 167 tok/s"
     assert row["seed"] == "1.53x (109 → 167 tok/s, 1 pass)"
-    assert row["our samples"] == "0.18-h200: 1, 0.26-h200: 1"
+    assert row["our samples"] == "0.18-h200: 1 (1 cold), 0.26-h200: 1 (1 cold)"  # a fresh machine: both cold
     assert row["differences in data"] == "dummy weights; synthetic token-id prompts"  # 64 requests, as the seed
 
 

@@ -72,6 +72,19 @@ def cold_start_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
     return table
 
 
+def start_counts(records: list[TaskResult]) -> str:
+    """"1 cold, 3 warm": how the given PASS processes started, in a fixed order ("" for none)."""
+    counts: dict[str, int] = {}
+    for r in records:
+        state = start_state(r)
+        counts[state] = counts.get(state, 0) + 1
+    return _counts_text(counts)
+
+
+def _counts_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{counts[s]} {s}" for s in (COLD, WARM, CARRIED, UNKNOWN) if s in counts)
+
+
 def _cold_over_warm(by_state: dict[str, list[tuple[float, str]]]) -> float | None:
     cold, warm = by_state.get(COLD), by_state.get(WARM)
     if not cold or not warm:
@@ -85,5 +98,4 @@ def _cold_over_warm(by_state: dict[str, list[tuple[float, str]]]) -> float | Non
 def _cell(counts: dict[str, int], speed: float | None) -> str:
     if not counts:
         return "—"
-    text = ", ".join(f"{counts[s]} {s}" for s in (COLD, WARM, CARRIED, UNKNOWN) if s in counts)
-    return text + (f" (cold/warm {speed:.2f}x)" if speed is not None else "")
+    return _counts_text(counts) + (f" (cold/warm {speed:.2f}x)" if speed is not None else "")

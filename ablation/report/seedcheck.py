@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from ablation.analysis.coldstart import start_counts
 from ablation.analysis.groups import Group
 from ablation.analysis.stats import RatioEstimate, format_measure, relative_uncertainty
 from ablation.analysis.tables import (
@@ -260,7 +261,8 @@ def _measured(f: RatioFinding, g: Group, old: str, new: str, order: list[str], b
     ours = f"{format_ratio(cell.est)}; {shown} {UNITS[f.kind]}"
     if cell.alone:
         ours += f"; Holm family: {family}"
-    samples = ", ".join(f"{leg}: {len(values[leg])}" for leg in (old, new))
+    # how each leg's processes started: a single pass on a fresh machine is cold on both legs
+    samples = ", ".join(f"{leg}: {len(values[leg])} ({start_counts(passing(recs[leg]))})" for leg in (old, new))
     data = {"measured": True, "estimate": cell.est.as_dict(), "values": values,
             "median": med, "tp": cell.key.tp, "holm_family": family}
     return ours, samples, both, data
