@@ -58,15 +58,18 @@ def cold_start_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
             by_state = cells[key].get(leg, {})
             counts = {s: len(v) for s, v in by_state.items()}
             speed = _cold_over_warm(by_state)
-            data["legs"][leg] = {"counts": counts, "cold_over_warm_speed": speed}
-            row.append(_cell(counts, speed))
+            warm = [v for v, _ in by_state.get(WARM, [])]
+            spread = max(warm) / min(warm) if len(warm) > 1 and min(warm) > 0 else None
+            data["legs"][leg] = {"counts": counts, "cold_over_warm_speed": speed, "warm_max_over_min": spread}
+            row.append(_cell(counts, speed, spread))
         table.rows.append(row)
         table.data.append(data)
     table.note = ("cold: the process started with its leg's compile and JIT caches empty (the first process of that "
                   "leg on a fresh machine); warm: an earlier process on this machine had filled them; carried: "
                   "imported from another machine (disclosed). Cold/warm: the cold processes' median over the warm "
                   "ones' as a speed (ms/tok inverted), where a leg has both; below 1.00x the cold processes were "
-                  "slower. Warm-up runs before timing in every process, and still a cold process can be slower in "
+                  "slower. Warm max/min: the spread between the warm processes, the yardstick for it (one cold "
+                  "process is one sample, and no test is made). Warm-up runs before timing in every process, and still a cold process can be slower in "
                   "its timed window (docs/comparer.md): a ratio whose legs differ here may carry a cold-start "
                   "difference.")
     return table
@@ -95,7 +98,9 @@ def _cold_over_warm(by_state: dict[str, list[tuple[float, str]]]) -> float | Non
     return c / w if cold[0][1] == "throughput" else w / c
 
 
-def _cell(counts: dict[str, int], speed: float | None) -> str:
+def _cell(counts: dict[str, int], speed: float | None, spread: float | None) -> str:
     if not counts:
         return "—"
-    return _counts_text(counts) + (f" (cold/warm {speed:.2f}x)" if speed is not None else "")
+    if speed is None:
+        return _counts_text(counts)
+    return _counts_text(counts) + f" (cold/warm {speed:.2f}x" + (f"; warm max/min {spread:.2f})" if spread else ")")
