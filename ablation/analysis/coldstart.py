@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import statistics
 
-from ablation.analysis.tables import Table, latest_attempts, row_order, workload_labels
+from ablation.analysis.tables import Table, by_first_row, latest_attempts, workload_labels
 from ablation.results.store import ResultSet, TaskResult
 
 COLD, WARM, CARRIED, UNKNOWN = "cold", "warm", "carried", "not recorded"
@@ -47,12 +47,8 @@ def cold_start_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
         for w in r.workloads.values():
             per = cells.setdefault((r.model_id, w.name), {}).setdefault(r.leg, {})
             per.setdefault(state, []).append((w.value, w.kind))
-    order = row_order(rs)
-    first: dict[tuple[str, str], tuple] = {}
-    for rk, pos in order.items():
-        first[(rk.model_id, rk.workload)] = min(first.get((rk.model_id, rk.workload), pos), pos)
     labels = workload_labels(rs)
-    for key in sorted(cells, key=lambda k: first.get(k, (0,))):
+    for key in by_first_row(rs, cells):
         row, data = [key[0], labels.get(key, key[1])], {"model_id": key[0], "workload": key[1], "legs": {}}
         for leg in legs:
             by_state = cells[key].get(leg, {})
@@ -69,8 +65,8 @@ def cold_start_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
                   "imported from another machine (disclosed). Cold/warm: the cold processes' median over the warm "
                   "ones' as a speed (ms/tok inverted), where a leg has both; below 1.00x the cold processes were "
                   "slower. Warm max/min: the spread between the warm processes, the yardstick for it (one cold "
-                  "process is one sample, and no test is made). Warm-up runs before timing in every process, and still a cold process can be slower in "
-                  "its timed window (docs/comparer.md): a ratio whose legs differ here may carry a cold-start "
+                  "process is one sample, and no test is made). Warm-up runs before timing in every process, and "
+                  "still a cold process can be slower in its timed window (docs/comparer.md): a ratio whose legs differ here may carry a cold-start "
                   "difference.")
     return table
 

@@ -153,6 +153,16 @@ def collect(rs: ResultSet, kind: str) -> dict[RowKey, dict[str, list[float]]]:
     return {RowKey(*k): v for k, v in cells.items()}
 
 
+def by_first_row(rs: ResultSet, keys) -> list[tuple[str, str]]:
+    """(model, workload) keys in the order of their first row in the ratio tables (row_order):
+    tables keyed without tp (controls, cold starts) keep the table's order."""
+    first: dict[tuple[str, str], tuple] = {}
+    for rk, pos in row_order(rs).items():
+        k = (rk.model_id, rk.workload)
+        first[k] = min(first.get(k, pos), pos)
+    return sorted(keys, key=lambda k: first.get(k, (0,)))
+
+
 def workload_labels(rs: ResultSet) -> dict[tuple[str, str], str]:
     """(model, workload key) -> the name tables print: the workload's `label` where the table gave one."""
     labels: dict[tuple[str, str], str] = {}
@@ -485,16 +495,10 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None, ctl: dict | Non
     """`ctl`: _controls(rs, legs), when the caller has it already (all_tables)."""
     legs = legs or rs.legs()
     table = Table("Controls: was the comparison like for like?", ["model", "workload", *CONTROL_FIELDS], [])
-    order = row_order(rs)
     ctl = ctl if ctl is not None else _controls(rs, legs)
     labels = workload_labels(rs)
 
-    first: dict[tuple[str, str], tuple] = {}  # (model, workload) -> its first row's position
-    for rk, v in order.items():
-        k = (rk.model_id, rk.workload)
-        first[k] = min(first.get(k, v), v)
-
-    for key in sorted(ctl, key=lambda k: first.get(k, (0,))):
+    for key in by_first_row(rs, ctl):
         cells = []
         for name in CONTROL_FIELDS:
             by_leg = ctl[key].get(name, {})
