@@ -90,6 +90,24 @@ def test_parts_leave_room_for_the_working_tree_that_travels_with_every_call(tmp_
     assert stage(here, "split", "--part-bytes", str(50 * 2**20)).returncode == 0
 
 
+def test_the_tree_is_counted_in_whole_blocks_as_the_device_tool_counts_it(tmp_path):
+    # Session 13 (2026-12-07): a 50.05 MiB part beside a tree of 1,384 files, 12.8 MiB by bytes (62.9 MiB in all),
+    # was refused as "larger than 64 MiB"; by 4 KiB blocks the tree is 16.3 MiB (66.4 MiB in all). 1,000 tiny
+    # tracked files are about 10 KB by bytes but 3.9 MiB of blocks: the default part size leaves room for the blocks.
+    here = tmp_path / "here"
+    (here / ".stage/wheels").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(here)], check=True)
+    (here / ".gitignore").write_text("/.stage/\n")
+    for i in range(1000):
+        (here / f"f{i}.txt").write_text("0123456789")
+    subprocess.run(["git", "-C", str(here), "add", "."], check=True)
+    (here / ".stage/wheels/w-1.0-py3-none-any.whl").write_bytes(os.urandom(1000))
+    out = stage(here, "split")
+    assert out.returncode == 0, out.stderr
+    # 1,001 files x 4 KiB = 3.9 MiB; 64 - 3.9 - 1 = 59.1 -> 59 MiB (by bytes it would have said 0.0 MiB and 62 MiB)
+    assert "the working tree that travels with each call is 3.9 MiB: parts of <= 59 MiB" in out.stdout
+
+
 @pytest.mark.parametrize("size", ["0", "-5"])
 def test_a_part_size_that_cuts_nothing_is_one_error_line_not_a_hang(tmp_path, size):
     # found in review, 2026-12-06: before session 10, `--part-bytes 0` never advanced through a wheel and
