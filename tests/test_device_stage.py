@@ -90,23 +90,25 @@ def test_parts_leave_room_for_the_working_tree_that_travels_with_every_call(tmp_
     assert stage(here, "split", "--part-bytes", str(50 * 2**20)).returncode == 0
 
 
-def test_the_tree_is_counted_in_whole_blocks_as_the_device_tool_counts_it(tmp_path):
-    # Session 13 (2026-12-07): a 50.05 MiB part beside a tree of 1,384 files, 12.8 MiB by bytes (62.8 MiB in all),
-    # was refused as "larger than 64 MiB"; the device tool counts more than bytes (a header or block per file).
-    # By 4 KiB blocks the tree is 16.3 MiB. 1,000 tiny tracked files are about 10 KB by bytes but 3.9 MiB of
-    # blocks: the default part size leaves room for the blocks.
+def test_the_tree_is_counted_as_a_tar_stream_as_the_device_tool_counts_it(tmp_path):
+    # Session 13 (2026-12-07): a 50.05 MiB part beside 1,384 files of 12.8 MiB (62.8 MiB in all by bytes) was
+    # refused as "larger than 64 MiB": as a tar stream (a 512-byte header per file and folder, files rounded up to
+    # 512 bytes) it was 64.02 MiB. 3,000 tiny tracked files in 30 folders are 30 KB by bytes but 2.9 MiB as tar.
     here = tmp_path / "here"
     (here / ".stage/wheels").mkdir(parents=True)
     subprocess.run(["git", "init", "-q", str(here)], check=True)
     (here / ".gitignore").write_text("/.stage/\n")
-    for i in range(1000):
-        (here / f"f{i}.txt").write_text("0123456789")
+    for d in range(30):
+        (here / f"d{d}").mkdir()
+        for i in range(100):
+            (here / f"d{d}/f{i}.txt").write_text("0123456789")
     subprocess.run(["git", "-C", str(here), "add", "."], check=True)
     (here / ".stage/wheels/w-1.0-py3-none-any.whl").write_bytes(os.urandom(1000))
     out = stage(here, "split")
     assert out.returncode == 0, out.stderr
-    # 1,001 files x 4 KiB = 3.9 MiB; 64 - 3.9 - 1 = 59.1 -> 59 MiB (by bytes it would have said 0.0 MiB and 62 MiB)
-    assert "the working tree that travels with each call is 3.9 MiB: parts of <= 59 MiB" in out.stdout
+    # (3,001 files x 1,024 + 30 folders x 512) bytes = 2.9 MiB; 64 - 2.9 - 1 = 60.1 -> 60 MiB
+    # (by bytes: 0.0 MiB and 62 MiB, so a part would go 2 MiB over)
+    assert "the working tree that travels with each call is 2.9 MiB: parts of <= 60 MiB" in out.stdout
 
 
 @pytest.mark.parametrize("size", ["0", "-5"])
