@@ -242,6 +242,38 @@ def test_stop_after_starts_no_task_that_cannot_finish_then_resume_completes(tmp_
     assert sorted(ends) == sorted([f"la/fault__slow-{i}/r1" for i in range(3)] + ["la/fault__ok/r1"])
 
 
+def test_expect_task_stops_before_a_task_the_earlier_ones_do_not_predict(tmp_path):
+    """Session 13's plan: after a 0.18 cold task (~160 s) the longest-so-far rule would start 0.26's cold
+    task (~262 s) at the end of a call and lose it to the call's limit. --expect-task S judges every next
+    task as at least S: here each task takes about 1.5 s, and S = 30 with --stop-after 31 lets exactly one
+    start (0 + 30 <= 31, then 1.5 + 30 > 31), where the longest-so-far rule alone would run all three."""
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(3)]
+    models.append("{id: fault/ok, source: {path: model}, workloads: [mixed], requires: {platform: cuda}}")
+    project = fault_project(tmp_path, {"la": "1.16.0"}, models)
+    subprocess.run(argv(project, "--leg", "la", "--run-id", "warm"), cwd=REPO, env=env(project, 0), check=True,
+                   capture_output=True)  # builds the venv outside the timed part
+    first = subprocess.run(argv(project, "--leg", "la", "--run-id", "lease", "--stop-after", "31",
+                                "--expect-task", "30"), cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    events = read_jsonl(project / "results/lease/run.jsonl")
+    ends = {e["task_id"]: e["status"] for e in events if e["event"] == "task_end"}
+    assert ends == {"la/fault__slow-0/r1": "PASS", "la/fault__ok/r1": "SKIP"}
+    (stopped,) = [e for e in events if e["event"] == "run_stopped"]
+    assert stopped["tasks_left"] == 2 and stopped["expect_task_s"] == 30
+    assert "--expect-task (30 s) > --stop-after 31 s" in first.stderr
+    # An expectation longer than the whole budget starts nothing (and still records the SKIP).
+    none = subprocess.run(argv(project, "--leg", "la", "--run-id", "none", "--stop-after", "10",
+                               "--expect-task", "20"), cwd=REPO, env=env(project, 0), capture_output=True, text=True)
+    assert none.returncode == 0, none.stderr
+    ends = {e["task_id"]: e["status"] for e in read_jsonl(project / "results/none/run.jsonl") if e["event"] == "task_end"}
+    assert ends == {"la/fault__ok/r1": "SKIP"}
+    # Without --stop-after it judges nothing: one error line, exit 2, no run.
+    proc = subprocess.run(argv(project, "--leg", "la", "--run-id", "alone", "--expect-task", "20"), cwd=REPO,
+                          env=env(project, 0), capture_output=True, text=True)
+    assert proc.returncode == 2 and "--expect-task is a --stop-after judgement" in one_line_error(proc)
+    assert not (project / "results/alone").exists()
+
+
 def test_engine_env_that_a_stack_sets_differently_is_a_one_line_error(tmp_path):
     models = ["{id: fault/ok, source: {path: model}, workloads: [mixed], engine_env: {VLLM_X: '2'}}"]
     project = fault_project(tmp_path, {"la": "1.16.0"}, models)

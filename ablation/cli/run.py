@@ -34,6 +34,9 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @click.option("--stop-after", "stop_after_s", type=float, default=None,
               help="start no task that, judged by the longest task so far, would end later than this many "
                    "seconds after the start (a leased machine); finish with --resume")
+@click.option("--expect-task", "expect_task_s", type=float, default=None,
+              help="with --stop-after: judge every next task as taking at least this many seconds, for tasks "
+                   "the earlier ones do not predict (a slower leg's or a larger model's cold start)")
 @WAIT_OPT
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: serial on this machine; ray: one task per node of an existing Ray cluster")
@@ -45,6 +48,7 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @click.pass_context
 @one_line_errors
 def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, repeat_order, models, timeout_s, stop_after_s,
+        expect_task_s,
         wait, executor, ray_address, archs, harness):
     """Run every scenario of the table on each leg, serially, one process per (leg, model)."""
     from ablation.execution.machine import probe
@@ -58,6 +62,9 @@ def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, repe
             identifiers.check(identifiers.run_id, value, option)
     positive_seconds(timeout_s, "--timeout")
     positive_seconds(stop_after_s, "--stop-after", allow_zero=True)
+    positive_seconds(expect_task_s, "--expect-task")
+    if expect_task_s is not None and stop_after_s is None:
+        raise AblationError("--expect-task is a --stop-after judgement; give --stop-after too")
     scenarios = load_scenarios(scenario_path)
     if resume_id and run_id and resume_id != run_id:
         raise AblationError("--resume and --run-id name different runs; give one")
@@ -67,7 +74,7 @@ def run(ctx, legs, scenario_path, results_root, run_id, resume_id, repeats, repe
                         repeats=repeats, repeat_order=repeat_order, models=list(models) or None,
                         timeout_override_s=timeout_s, wait_for_lock=wait,
                         harness=harness.resolve() if harness else None, executor=executor, ray_address=ray_address,
-                        stop_after_s=stop_after_s, archs=list(archs) or None)
+                        stop_after_s=stop_after_s, expect_task_s=expect_task_s, archs=list(archs) or None)
     if executor == "ray" and not ray_address:
         raise AblationError("--executor ray needs --address (the cluster's head, e.g. 127.0.0.1:6379)")
     run_dir, outcomes = sweep.run(opts)

@@ -30,9 +30,10 @@ class Executor(Protocol):
 class LocalExecutor:
     """One task at a time on this machine, each only when no foreign process holds a GPU."""
 
-    def __init__(self, machine: Machine, stop_after_s: float | None = None):
+    def __init__(self, machine: Machine, stop_after_s: float | None = None, expect_task_s: float | None = None):
         self.machine = machine
         self.stop_after_s = stop_after_s
+        self.expect_task_s = expect_task_s
 
     def run(self, runs: list[OpenRun], progress) -> list[TaskOutcome]:
         (run,) = runs  # a local sweep is one run
@@ -42,7 +43,7 @@ class LocalExecutor:
         for i, task in enumerate(todo, 1):
             # A SKIP costs nothing and is recorded even past the budget: never "not run".
             if task.skip_reason is None and (stopped or out_of_budget(
-                    self.stop_after_s, ctx, time.monotonic() - clock, outcomes, todo[i - 1:])):
+                    self.stop_after_s, ctx, time.monotonic() - clock, outcomes, todo[i - 1:], self.expect_task_s)):
                 stopped = True
                 continue
             ctx.gpu_check = self._check_gpus_free()

@@ -117,7 +117,7 @@ class Sweep:
     def _executor(self, opts: SweepOptions) -> Executor:
         if opts.executor == "ray":
             return RayExecutor(opts.ray_address)
-        return LocalExecutor(self.machine, opts.stop_after_s)
+        return LocalExecutor(self.machine, opts.stop_after_s, opts.expect_task_s)
 
     def _run_locked(self, opts: SweepOptions, runs: list[tuple[str, Path, str | None]],
                     resolved: Resolved) -> list[TaskOutcome]:
