@@ -218,14 +218,20 @@ def test_a_leg_given_by_path_runs_and_records_as_that_leg(project):
     assert "leg 'la' given twice" in line
 
 
-def test_stop_after_starts_no_task_that_cannot_finish_then_resume_completes(tmp_path):
-    """A leased machine: --stop-after ends the sweep between tasks, never mid-task; a SKIP
-    (free) is still recorded after the stop, so nothing reads as "not run" that was skipped."""
+def leased_project(tmp_path: Path) -> Path:
+    """Three timed fault models and one SKIP on a CPU machine, its venv built outside any timed run."""
     models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(3)]
     models.append("{id: fault/ok, source: {path: model}, workloads: [mixed], requires: {platform: cuda}}")
     project = fault_project(tmp_path, {"la": "1.16.0"}, models)
     subprocess.run(argv(project, "--leg", "la", "--run-id", "warm"), cwd=REPO, env=env(project, 0), check=True,
                    capture_output=True)  # builds the venv outside the timed part
+    return project
+
+
+def test_stop_after_starts_no_task_that_cannot_finish_then_resume_completes(tmp_path):
+    """A leased machine: --stop-after ends the sweep between tasks, never mid-task; a SKIP
+    (free) is still recorded after the stop, so nothing reads as "not run" that was skipped."""
+    project = leased_project(tmp_path)
     first = subprocess.run(argv(project, "--leg", "la", "--run-id", "lease", "--stop-after", "2.5"), cwd=REPO,
                            env=env(project, 1.5), capture_output=True, text=True)
     assert first.returncode == 0, first.stderr
@@ -247,11 +253,7 @@ def test_expect_task_stops_before_a_task_the_earlier_ones_do_not_predict(tmp_pat
     task (~262 s) at the end of a call and lose it to the call's limit. --expect-task S judges every next
     task as at least S: here each task takes about 1.5 s, and S = 30 with --stop-after 31 lets exactly one
     start (0 + 30 <= 31, then 1.5 + 30 > 31), where the longest-so-far rule alone would run all three."""
-    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(3)]
-    models.append("{id: fault/ok, source: {path: model}, workloads: [mixed], requires: {platform: cuda}}")
-    project = fault_project(tmp_path, {"la": "1.16.0"}, models)
-    subprocess.run(argv(project, "--leg", "la", "--run-id", "warm"), cwd=REPO, env=env(project, 0), check=True,
-                   capture_output=True)  # builds the venv outside the timed part
+    project = leased_project(tmp_path)
     first = subprocess.run(argv(project, "--leg", "la", "--run-id", "lease", "--stop-after", "31",
                                 "--expect-task", "30"), cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
     assert first.returncode == 0, first.stderr

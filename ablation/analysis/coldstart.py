@@ -66,8 +66,8 @@ def cold_start_table(rs: ResultSet, legs: list[str] | None = None) -> Table:
                   "ones' as a speed (ms/tok inverted), where a leg has both; below 1.00x the cold processes were "
                   "slower. Warm max/min: the spread between the warm processes, the yardstick for it (one cold "
                   "process is one sample, and no test is made). Warm-up runs before timing in every process, and "
-                  "still a cold process can be slower in its timed window (docs/comparer.md): a ratio whose legs differ here may carry a cold-start "
-                  "difference.")
+                  "still a cold process can be slower in its timed window (docs/comparer.md): a ratio whose legs "
+                  "differ here may carry a cold-start difference.")
     return table
 
 

@@ -14,12 +14,13 @@ def out_of_budget(stop_after_s: float | None, ctx: RunContext, elapsed: float, o
     if stop_after_s is None or (not outcomes and expect_task_s is None):
         return False
     longest = max((o.duration_s for o in outcomes), default=0.0)
-    if elapsed + max(longest, expect_task_s or 0.0) <= stop_after_s:
+    expected = max(longest, expect_task_s or 0.0)
+    if elapsed + expected <= stop_after_s:
         return False
     left = sum(t.skip_reason is None for t in rest)  # the SKIPs among them are still recorded
     ctx.event("run_stopped", reason="stop-after", elapsed_s=round(elapsed, 1), longest_task_s=round(longest, 1),
               expect_task_s=expect_task_s, stop_after_s=stop_after_s, tasks_left=left)
-    judged = (f"the longest task so far ({longest:.0f} s)" if longest >= (expect_task_s or 0.0)
+    judged = (f"the longest task so far ({longest:.0f} s)" if longest == expected
               else f"--expect-task ({expect_task_s:.0f} s)")
     ctx.log(f"[run {ctx.run_id}] stopping before {left} task(s): {elapsed:.0f} s elapsed + {judged} "
             f"> --stop-after {stop_after_s:.0f} s; continue with `ablation run --resume {ctx.run_id}`")
