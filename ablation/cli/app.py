@@ -25,6 +25,33 @@ def one_line_errors(fn):
     return wrapper
 
 
+def _usage_error_line(exc: click.UsageError) -> None:
+    """Click's own parsing errors (a bad option value, an unknown option, a missing argument) as
+    the one line every other user error gets, naming the command and the option."""
+    where = exc.ctx.command_path if exc.ctx is not None else "ablation"
+    click.echo(f"error: {where}: {one_line(exc.format_message())} (see {where} --help)", err=True)
+    sys.exit(2)
+
+
+class OneLineUsageErrors(click.Group):
+    """The top-level group. Click prints its usage errors as a usage block, a hint and an
+    `Error:` line; here they are one `error:` line and exit 2, like every other bad input.
+    Subcommands and subgroups are parsed inside this group's `invoke`, so one override covers
+    them all; `--help`, `ctx.exit` and the commands' own exits pass through unchanged."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            _usage_error_line(exc)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            _usage_error_line(exc)
+
+
 def positive_seconds(value: float | None, option: str, allow_zero: bool = False) -> float | None:
     """A duration option: finite and > 0 (>= 0 where zero means something), else one error line."""
     import math
@@ -49,7 +76,7 @@ def _builder(ctx):
     return VenvBuilder(ctx.obj["venv_root"], ctx.obj["patches_dir"], log=lambda m: click.echo(m, err=True))
 
 
-@click.group()
+@click.group(cls=OneLineUsageErrors)
 @click.option("--stacks-dir", type=click.Path(path_type=Path), default=REPO / "stacks", show_default=True)
 @click.option("--patches-dir", type=click.Path(path_type=Path), default=REPO / "patches", show_default=True)
 @click.option("--venv-root", type=click.Path(path_type=Path), default=None,
