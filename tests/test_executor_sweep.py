@@ -251,7 +251,7 @@ def test_stop_after_starts_no_task_that_cannot_finish_then_resume_completes(tmp_
 def test_expect_task_stops_before_a_task_the_earlier_ones_do_not_predict(tmp_path):
     """Session 13's plan: after a 0.18 cold task (~160 s) the longest-so-far rule would start 0.26's cold
     task (~262 s) at the end of a call and lose it to the call's limit. --expect-task S judges every next
-    task as at least S: here each task takes about 1.5 s, and S = 30 with --stop-after 31 lets exactly one
+    task that starts cold (here each is a new model) as at least S: each takes about 1.5 s, and S = 30 with --stop-after 31 lets exactly one
     start (0 + 30 <= 31, then 1.5 + 30 > 31), where the longest-so-far rule alone would run all three."""
     project = leased_project(tmp_path)
     first = subprocess.run(argv(project, "--leg", "la", "--run-id", "lease", "--stop-after", "31",
@@ -262,7 +262,7 @@ def test_expect_task_stops_before_a_task_the_earlier_ones_do_not_predict(tmp_pat
     assert ends == {"la/fault__slow-0/r1": "PASS", "la/fault__ok/r1": "SKIP"}
     (stopped,) = [e for e in events if e["event"] == "run_stopped"]
     assert stopped["tasks_left"] == 2 and stopped["expect_task_s"] == 30
-    assert "--expect-task (30 s) > --stop-after 31 s" in first.stderr
+    assert "--expect-task (30 s) for la/fault__slow-1/r1, which starts cold > --stop-after 31 s" in first.stderr
     # An expectation longer than the whole budget starts nothing (and still records the SKIP).
     none = subprocess.run(argv(project, "--leg", "la", "--run-id", "none", "--stop-after", "10",
                                "--expect-task", "20"), cwd=REPO, env=env(project, 0), capture_output=True, text=True)
@@ -274,6 +274,46 @@ def test_expect_task_stops_before_a_task_the_earlier_ones_do_not_predict(tmp_pat
                           env=env(project, 0), capture_output=True, text=True)
     assert proc.returncode == 2 and "--expect-task is a --stop-after judgement" in one_line_error(proc)
     assert not (project / "results/alone").exists()
+
+
+def test_expect_task_judges_only_tasks_that_start_cold(tmp_path):
+    """Session 14's whisper run: the call after the last part ran 0.29's cold task and a warm repeat,
+    then stopped with 233 s left, judging a warm repeat (about 100 s) by --expect-task 240. E now judges
+    only a task that starts cold: no earlier task of the run (this call or an earlier one) ran its leg
+    and model, or its leg's caches are empty. A warm repeat is judged by the longest task so far."""
+    project = leased_project(tmp_path)
+    cache = project / "venvs/la/vllm-cache/torch_compile_cache/graph.py"  # a machine where the leg has compiled
+    cache.parent.mkdir(parents=True)
+    cache.write_text("compiled\n")
+    base = ["--leg", "la", "--repeats", "2", "--repeat-order", "model"]
+
+    def ends(run_id):
+        return [e["task_id"] for e in read_jsonl(project / f"results/{run_id}/run.jsonl")
+                if e["event"] == "task_end" and e["status"] == "PASS"]
+
+    # slow-0 r1 starts cold (0 + 30 <= 31); its r2 is warm (1.5 + 1.5 <= 31); slow-1 r1 is cold (3 + 30 > 31).
+    warm = subprocess.run(argv(project, *base, "--run-id", "warm2", "--stop-after", "31", "--expect-task", "30"),
+                          cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
+    assert warm.returncode == 0, warm.stderr
+    assert ends("warm2") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"]
+    (stopped,) = [e for e in read_jsonl(project / "results/warm2/run.jsonl") if e["event"] == "run_stopped"]
+    assert stopped["next_task"] == "la/fault__slow-1/r1" and stopped["expect_task_applies"] is True
+    assert "--expect-task (30 s) for la/fault__slow-1/r1, which starts cold" in warm.stderr
+    # A resumed call knows what earlier calls ran: slow-1 r1 is cold and does not fit 29 s; after a first
+    # call that ran only slow-0 r1, its r2 is warm and starts with nothing else to judge it by.
+    first = subprocess.run(argv(project, *base, "--run-id", "resumed", "--stop-after", "2", "--expect-task", "1.9"),
+                           cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
+    assert first.returncode == 0 and ends("resumed") == ["la/fault__slow-0/r1"], first.stderr
+    again = subprocess.run(argv(project, *base, "--resume", "resumed", "--stop-after", "29", "--expect-task", "30"),
+                           cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert ends("resumed") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"]
+    # Empty caches (a fresh machine): the repeat starts cold too, so E judges it.
+    cache.unlink()
+    fresh = subprocess.run(argv(project, *base, "--run-id", "fresh", "--stop-after", "31", "--expect-task", "30"),
+                           cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr
+    assert ends("fresh") == ["la/fault__slow-0/r1"]
 
 
 def test_engine_env_that_a_stack_sets_differently_is_a_one_line_error(tmp_path):

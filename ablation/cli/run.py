@@ -35,8 +35,9 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
               help="start no task that, judged by the longest task so far, would end later than this many "
                    "seconds after the start (a leased machine); finish with --resume")
 @click.option("--expect-task", "expect_task_s", type=float, default=None,
-              help="with --stop-after: judge every next task as taking at least this many seconds, for tasks "
-                   "the earlier ones do not predict (a slower leg's or a larger model's cold start)")
+              help="with --stop-after: judge every next task that starts cold (the first of its leg and model in "
+                   "the run, or its leg's caches empty) as taking at least this many seconds: a slower leg's or "
+                   "a larger model's cold start, which the earlier tasks do not predict")
 @WAIT_OPT
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: serial on this machine; ray: one task per node of an existing Ray cluster")

@@ -7,7 +7,7 @@ every outcome; both run a task the same way (`local.run_task`: own process group
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ablation.errors import AblationError
@@ -21,6 +21,7 @@ class OpenRun:
     ctx: RunContext
     todo: list[Task]
     arch: str | None = None  # Ray --arch: the architecture whose nodes run it
+    done: set[str] = field(default_factory=set)  # task ids finished by earlier invocations (--resume)
 
 
 class Executor(Protocol):
@@ -43,7 +44,8 @@ class LocalExecutor:
         for i, task in enumerate(todo, 1):
             # A SKIP costs nothing and is recorded even past the budget: never "not run".
             if task.skip_reason is None and (stopped or out_of_budget(
-                    self.stop_after_s, ctx, time.monotonic() - clock, outcomes, todo[i - 1:], self.expect_task_s)):
+                    self.stop_after_s, ctx, time.monotonic() - clock, outcomes, todo[i - 1:], self.expect_task_s,
+                    run.done)):
                 stopped = True
                 continue
             ctx.gpu_check = self._check_gpus_free()

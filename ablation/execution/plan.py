@@ -42,8 +42,8 @@ class SweepOptions:
     # Leased machines end at a known time: start no task that the longest task so far says
     # cannot finish before this many seconds from the sweep's start; the rest resumes later.
     stop_after_s: float | None = None
-    # ... judging every next task as at least this long where the tasks so far are shorter (a cold start
-    # of a slower leg or a larger model that they do not predict).
+    # ... judging every next task that starts cold as at least this long where the tasks so far are
+    # shorter (a cold start of a slower leg or a larger model that they do not predict; budget.starts_cold).
     expect_task_s: float | None = None
     # Ray only: run the table once per architecture the nodes advertise (["all"]: every one),
     # each into its own run directory `<run-id>@<arch>`, all at once on the cluster.

@@ -112,7 +112,7 @@ class Sweep:
         ctx.event("run_start" if not opts.resume else "run_resume", argv=sys.argv, legs=opts.legs,
                   scenario_sha256=opts.scenarios.sha256, tasks=len(tasks), already_done=len(done),
                   todo=[t.task_id for t in todo], warnings=warnings)
-        return OpenRun(ctx, todo, arch)
+        return OpenRun(ctx, todo, arch, done)
 
     def _executor(self, opts: SweepOptions) -> Executor:
         if opts.executor == "ray":
