@@ -1,6 +1,12 @@
-"""`--stop-after`: leased machines end at a known time, so start no task that the longest task so
-far (or `--expect-task`, where longer, for a task that starts cold) says cannot finish in time; the
-rest is resumed later."""
+"""`--stop-after`: leased machines end at a known time, so start no task that, as predicted from the
+tasks before it, cannot finish in time; the rest is resumed later.
+
+The prediction for the next task is the longest of:
+- the longest task so far in this invocation;
+- for a task that starts warm, the longest warm task of its own leg and model in this run, in this
+  invocation or an earlier one (one leg's warm start-up can be slower than another's);
+- for a task that starts cold, `--expect-task`: a cold start that the tasks before it do not predict
+  (a slower leg's, or a larger model's)."""
 
 from __future__ import annotations
 
@@ -13,38 +19,51 @@ def _kind(task_id: str) -> str:
     return task_id.rsplit("/", 1)[0]
 
 
-def starts_cold(task: Task, earlier: set[str]) -> bool:
+def starts_cold(task: Task, earlier: dict[str, float | None]) -> bool:
     """Whether the task's process will compile its engine from nothing, as the tasks before it did not:
     no earlier task of this run ran its leg and model (`earlier`: task ids finished before, in this
     invocation or an earlier one of the run), or its leg's compile and JIT caches are empty now (a fresh
     machine, a resumed run included)."""
-    if _kind(task.task_id) not in {_kind(i) for i in earlier}:
+    if not any(_kind(i) == _kind(task.task_id) for i in earlier):
         return True
     return task.env is None or caches.state(task.env.path)["files"] == 0
 
 
+def warm_history(task: Task, earlier: dict[str, float | None]) -> float:
+    """The longest earlier task of the same leg and model in this run, leaving out the first one (its
+    cold start) and SKIPs; 0 where there is none."""
+    same = [s for i, s in earlier.items() if _kind(i) == _kind(task.task_id)]
+    return max((s for s in same[1:] if s is not None), default=0.0)
+
+
 def out_of_budget(stop_after_s: float | None, ctx: RunContext, elapsed: float, outcomes: list[TaskOutcome],
-                  rest: list[Task], expect_task_s: float | None = None, done: set[str] | None = None) -> bool:
-    """Whether the next task (`rest[0]`) must not start. Judged by the longest task so far in this
-    invocation, or by `expect_task_s` where that is longer and the next task starts cold (`starts_cold`):
-    a task the earlier ones do not predict, such as the first cold start of a slower leg or a larger
-    model. A warm repeat is judged by the longest task so far only. Without a judgement (no task so far,
-    and no `expect_task_s` that applies), the task starts."""
+                  rest: list[Task], expect_task_s: float | None = None,
+                  done: dict[str, float | None] | None = None) -> bool:
+    """Whether the next task (`rest[0]`) must not start, by the prediction in this module's docstring.
+    `done`: the run's tasks finished by earlier invocations, in the order they ended, with their seconds.
+    Without any prediction (no task so far in this run's history that applies, no `expect_task_s`), the
+    task starts."""
     if stop_after_s is None:
         return False
-    cold = expect_task_s is not None and starts_cold(rest[0], (done or set()) | {o.task_id for o in outcomes})
-    if not outcomes and not cold:
-        return False
+    nxt = rest[0]
+    earlier = {**(done or {}), **{o.task_id: o.duration_s for o in outcomes}}
+    cold = starts_cold(nxt, earlier)
     longest = max((o.duration_s for o in outcomes), default=0.0)
-    expected = max(longest, expect_task_s) if cold else longest
-    if elapsed + expected <= stop_after_s:
+    own = 0.0 if cold else warm_history(nxt, earlier)
+    expect = expect_task_s if cold and expect_task_s is not None else 0.0
+    expected = max(longest, own, expect)
+    if expected == 0.0 or elapsed + expected <= stop_after_s:
         return False
     left = sum(t.skip_reason is None for t in rest)  # the SKIPs among them are still recorded
     ctx.event("run_stopped", reason="stop-after", elapsed_s=round(elapsed, 1), longest_task_s=round(longest, 1),
-              expect_task_s=expect_task_s, next_task=rest[0].task_id, expect_task_applies=cold,
-              stop_after_s=stop_after_s, tasks_left=left)
-    judged = (f"the longest task so far ({longest:.0f} s)" if longest == expected
-              else f"--expect-task ({expect_task_s:.0f} s) for {rest[0].task_id}, which starts cold")
+              expect_task_s=expect_task_s, next_task=nxt.task_id, next_starts_cold=cold,
+              predicted_s=round(expected, 1), stop_after_s=stop_after_s, tasks_left=left)
+    if expected == longest:
+        judged = f"the longest task so far ({longest:.0f} s)"
+    elif expected == own:
+        judged = f"the longest warm task of {_kind(nxt.task_id)} so far ({own:.0f} s)"
+    else:
+        judged = f"--expect-task ({expect_task_s:.0f} s) for {nxt.task_id}, which starts cold"
     ctx.log(f"[run {ctx.run_id}] stopping before {left} task(s): {elapsed:.0f} s elapsed + {judged} "
             f"> --stop-after {stop_after_s:.0f} s; continue with `ablation run --resume {ctx.run_id}`")
     return True

@@ -21,7 +21,8 @@ class OpenRun:
     ctx: RunContext
     todo: list[Task]
     arch: str | None = None  # Ray --arch: the architecture whose nodes run it
-    done: set[str] = field(default_factory=set)  # task ids finished by earlier invocations (--resume)
+    # Tasks finished by earlier invocations (--resume), in the order they ended: id -> seconds (None: a SKIP).
+    done: dict[str, float | None] = field(default_factory=dict)
 
 
 class Executor(Protocol):

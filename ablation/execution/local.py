@@ -89,19 +89,21 @@ class RunContext:
             self.event_sink(record)
 
 
-def finished_task_ids(run_dir: Path) -> set[str]:
-    """Tasks with a task_end event whose results file is on disk: what a resumed run must not redo.
+def finished_tasks(run_dir: Path) -> dict[str, float | None]:
+    """Tasks with a task_end event whose results file is on disk: what a resumed run must not redo,
+    in the order they ended, each with its duration in seconds (None for a SKIP, which runs nothing).
 
     A Ray node's task_end streams to the head before the task's files come back; a head killed
     in between has the event and no result, and that task is redone, not lost."""
-    done = set()
+    done: dict[str, float | None] = {}
     for e in read_jsonl(layout.events_file(run_dir)):
         if e.get("event") != "task_end":
             continue
         leg, slug, rep = e["task_id"].rsplit("/", 2)
         files = layout.TaskFiles(layout.task_dir(run_dir, leg, slug), int(rep.removeprefix("r")), e.get("attempt") or 1)
         if files.results.is_file():
-            done.add(e["task_id"])
+            done.pop(e["task_id"], None)  # a redone task counts where it last ended
+            done[e["task_id"]] = e.get("duration_s")
     return done
 
 

@@ -39,8 +39,8 @@ class SweepOptions:
     harness: Path | None = None  # only for fault injection (tests/fault_harness.py)
     executor: str = "local"  # local | ray
     ray_address: str | None = None
-    # Leased machines end at a known time: start no task that the longest task so far says
-    # cannot finish before this many seconds from the sweep's start; the rest resumes later.
+    # Leased machines end at a known time: start no task that the tasks before it predict cannot
+    # finish before this many seconds from the sweep's start (execution/budget.py); the rest resumes later.
     stop_after_s: float | None = None
     # ... judging every next task that starts cold as at least this long where the tasks so far are
     # shorter (a cold start of a slower leg or a larger model that they do not predict; budget.starts_cold).

@@ -12,7 +12,7 @@ from ablation.envs.builder import VenvBuilder
 from ablation.errors import AblationError
 from ablation.execution.executors import Executor, LocalExecutor, OpenRun, RayExecutor
 from ablation.execution.hostlock import host_lock
-from ablation.execution.local import RunContext, Task, TaskOutcome, finished_task_ids
+from ablation.execution.local import RunContext, Task, TaskOutcome, finished_tasks
 from ablation.execution.machine import Machine
 from ablation.execution.orphans import kill_orphans
 from ablation.execution.phases import timed_share
@@ -100,7 +100,7 @@ class Sweep:
                          timeout_override_s=opts.timeout_override_s, log=self.log)
         if opts.harness:
             ctx.harness = opts.harness
-        done = finished_task_ids(run_dir) if opts.resume else set()
+        done = finished_tasks(run_dir) if opts.resume else {}
         run_dir.mkdir(parents=True, exist_ok=True)
         if opts.resume:
             kill_orphans(ctx, self.log)
