@@ -228,6 +228,21 @@ def leased_project(tmp_path: Path) -> Path:
     return project
 
 
+def compiled_leased_project(tmp_path: Path) -> tuple[Path, Path]:
+    """`leased_project` on a machine where the leg has compiled: a file in its compile cache (returned)."""
+    project = leased_project(tmp_path)
+    cache = project / "venvs/la/vllm-cache/torch_compile_cache/graph.py"
+    cache.parent.mkdir(parents=True)
+    cache.write_text("compiled\n")
+    return project, cache
+
+
+def passed(project: Path, run_id: str) -> list[str]:
+    """The run's PASS task ids, in the order they ended."""
+    return [e["task_id"] for e in read_jsonl(project / f"results/{run_id}/run.jsonl")
+            if e["event"] == "task_end" and e["status"] == "PASS"]
+
+
 def test_stop_after_starts_no_task_that_cannot_finish_then_resume_completes(tmp_path):
     """A leased machine: --stop-after ends the sweep between tasks, never mid-task; a SKIP
     (free) is still recorded after the stop, so nothing reads as "not run" that was skipped."""
@@ -280,22 +295,15 @@ def test_expect_task_judges_only_tasks_that_start_cold(tmp_path):
     """Session 14's whisper run: the call after the last part ran 0.29's cold task and a warm repeat,
     then stopped with 233 s left, judging a warm repeat (about 100 s) by --expect-task 240. E now judges
     only a task that starts cold: no earlier task of the run (this call or an earlier one) ran its leg
-    and model, or its leg's caches are empty. A warm repeat is judged by the longest task so far."""
-    project = leased_project(tmp_path)
-    cache = project / "venvs/la/vllm-cache/torch_compile_cache/graph.py"  # a machine where the leg has compiled
-    cache.parent.mkdir(parents=True)
-    cache.write_text("compiled\n")
+    and model, or its leg's caches are empty. A warm repeat is judged by the tasks before it."""
+    project, cache = compiled_leased_project(tmp_path)
     base = ["--leg", "la", "--repeats", "2", "--repeat-order", "model"]
-
-    def ends(run_id):
-        return [e["task_id"] for e in read_jsonl(project / f"results/{run_id}/run.jsonl")
-                if e["event"] == "task_end" and e["status"] == "PASS"]
 
     # slow-0 r1 starts cold (0 + 30 <= 31); its r2 is warm (1.5 + 1.5 <= 31); slow-1 r1 is cold (3 + 30 > 31).
     warm = subprocess.run(argv(project, *base, "--run-id", "warm2", "--stop-after", "31", "--expect-task", "30"),
                           cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
     assert warm.returncode == 0, warm.stderr
-    assert ends("warm2") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"]
+    assert passed(project, "warm2") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"]
     (stopped,) = [e for e in read_jsonl(project / "results/warm2/run.jsonl") if e["event"] == "run_stopped"]
     assert stopped["next_task"] == "la/fault__slow-1/r1" and stopped["next_starts_cold"] is True
     assert stopped["predicted_s"] == 30
@@ -304,17 +312,17 @@ def test_expect_task_judges_only_tasks_that_start_cold(tmp_path):
     # call that ran only slow-0 r1, its r2 is warm and starts with nothing else to judge it by.
     first = subprocess.run(argv(project, *base, "--run-id", "resumed", "--stop-after", "2", "--expect-task", "1.9"),
                            cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
-    assert first.returncode == 0 and ends("resumed") == ["la/fault__slow-0/r1"], first.stderr
+    assert first.returncode == 0 and passed(project, "resumed") == ["la/fault__slow-0/r1"], first.stderr
     again = subprocess.run(argv(project, *base, "--resume", "resumed", "--stop-after", "29", "--expect-task", "30"),
                            cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
-    assert ends("resumed") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"]
+    assert passed(project, "resumed") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"]
     # Empty caches (a fresh machine): the repeat starts cold too, so E judges it.
     cache.unlink()
     fresh = subprocess.run(argv(project, *base, "--run-id", "fresh", "--stop-after", "31", "--expect-task", "30"),
                            cwd=REPO, env=env(project, 1.5), capture_output=True, text=True)
     assert fresh.returncode == 0, fresh.stderr
-    assert ends("fresh") == ["la/fault__slow-0/r1"]
+    assert passed(project, "fresh") == ["la/fault__slow-0/r1"]
 
 
 def test_a_warm_task_is_judged_by_its_own_leg_and_models_warm_tasks_from_earlier_calls(tmp_path):
@@ -322,25 +330,18 @@ def test_a_warm_task_is_judged_by_its_own_leg_and_models_warm_tasks_from_earlier
     though one leg's warm start-up can be slower than another's (session 14: 0.26's warm whisper tasks
     took 106-115 s, 0.29's 87-98 s). A warm task is now judged by the longest warm task of its own leg and
     model in the run too, from earlier calls included; the first of them (its cold start) is left out."""
-    project = leased_project(tmp_path)
-    cache = project / "venvs/la/vllm-cache/torch_compile_cache/graph.py"
-    cache.parent.mkdir(parents=True)
-    cache.write_text("compiled\n")
+    project, _cache = compiled_leased_project(tmp_path)
     base = ["--leg", "la", "--repeats", "3", "--repeat-order", "model"]
-
-    def ends(run_id):
-        return [e["task_id"] for e in read_jsonl(project / f"results/{run_id}/run.jsonl")
-                if e["event"] == "task_end" and e["status"] == "PASS"]
 
     # First call: slow-0 r1 and r2 take 3 s each; r3 does not fit 8 s (6 + 3).
     first = subprocess.run(argv(project, *base, "--run-id", "hist", "--stop-after", "8"), cwd=REPO,
                            env=env(project, 3), capture_output=True, text=True)
-    assert first.returncode == 0 and ends("hist") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"], first.stderr
+    assert first.returncode == 0 and passed(project, "hist") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"], first.stderr
     # Second call, 2 s: r3 is warm, and r2 (warm, 3 s) predicts it; nothing starts.
     second = subprocess.run(argv(project, *base, "--resume", "hist", "--stop-after", "2"), cwd=REPO,
                             env=env(project, 0.2), capture_output=True, text=True)
     assert second.returncode == 0, second.stderr
-    assert ends("hist") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"]
+    assert passed(project, "hist") == ["la/fault__slow-0/r1", "la/fault__slow-0/r2"]
     stops = [e for e in read_jsonl(project / "results/hist/run.jsonl") if e["event"] == "run_stopped"]
     assert stops[-1]["next_task"] == "la/fault__slow-0/r3" and stops[-1]["next_starts_cold"] is False
     assert stops[-1]["predicted_s"] >= 3
@@ -349,7 +350,7 @@ def test_a_warm_task_is_judged_by_its_own_leg_and_models_warm_tasks_from_earlier
     third = subprocess.run(argv(project, *base, "--resume", "hist", "--stop-after", "4"), cwd=REPO,
                            env=env(project, 0.2), capture_output=True, text=True)
     assert third.returncode == 0, third.stderr
-    assert ends("hist")[:4] == ["la/fault__slow-0/r1", "la/fault__slow-0/r2", "la/fault__slow-0/r3",
+    assert passed(project, "hist")[:4] == ["la/fault__slow-0/r1", "la/fault__slow-0/r2", "la/fault__slow-0/r3",
                                 "la/fault__slow-1/r1"]
 
 
