@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from functools import wraps
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -25,7 +26,7 @@ def one_line_errors(fn):
     return wrapper
 
 
-def _usage_error_line(exc: click.UsageError) -> None:
+def _usage_error_line(exc: click.UsageError) -> NoReturn:
     """Click's own parsing errors (a bad option value, an unknown option, a missing argument) as
     the one line every other user error gets, naming the command and the option."""
     where = exc.ctx.command_path if exc.ctx is not None else "ablation"

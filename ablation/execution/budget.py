@@ -19,21 +19,12 @@ def _kind(task_id: str) -> str:
     return task_id.rsplit("/", 1)[0]
 
 
-def starts_cold(task: Task, earlier: dict[str, float | None]) -> bool:
+def starts_cold(task: Task, same: list[float | None]) -> bool:
     """Whether the task's process will compile its engine from nothing, as the tasks before it did not:
-    no earlier task of this run ran its leg and model (`earlier`: task ids finished before, in this
-    invocation or an earlier one of the run), or its leg's compile and JIT caches are empty now (a fresh
-    machine, a resumed run included)."""
-    if not any(_kind(i) == _kind(task.task_id) for i in earlier):
-        return True
-    return task.env is None or caches.state(task.env.path)["files"] == 0
-
-
-def warm_history(task: Task, earlier: dict[str, float | None]) -> float:
-    """The longest earlier task of the same leg and model in this run, leaving out the first one (its
-    cold start) and SKIPs; 0 where there is none."""
-    same = [s for i, s in earlier.items() if _kind(i) == _kind(task.task_id)]
-    return max((s for s in same[1:] if s is not None), default=0.0)
+    no earlier task of this run ran its leg and model (`same`: their seconds, in the order they ended, in
+    this invocation or an earlier one of the run), or its leg's compile and JIT caches are empty now (a
+    fresh machine, a resumed run included)."""
+    return not same or task.env is None or caches.state(task.env.path)["files"] == 0
 
 
 def out_of_budget(stop_after_s: float | None, ctx: RunContext, elapsed: float, outcomes: list[TaskOutcome],
@@ -47,9 +38,11 @@ def out_of_budget(stop_after_s: float | None, ctx: RunContext, elapsed: float, o
         return False
     nxt = rest[0]
     earlier = {**(done or {}), **{o.task_id: o.duration_s for o in outcomes}}
-    cold = starts_cold(nxt, earlier)
+    same = [s for i, s in earlier.items() if _kind(i) == _kind(nxt.task_id)]
+    cold = starts_cold(nxt, same)
     longest = max((o.duration_s for o in outcomes), default=0.0)
-    own = 0.0 if cold else warm_history(nxt, earlier)
+    # A warm task's own history: its leg and model's earlier tasks but the first (the cold start) and SKIPs.
+    own = 0.0 if cold else max((s for s in same[1:] if s is not None), default=0.0)
     expect = expect_task_s if cold and expect_task_s is not None else 0.0
     expected = max(longest, own, expect)
     if expected == 0.0 or elapsed + expected <= stop_after_s:
