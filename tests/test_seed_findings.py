@@ -141,6 +141,22 @@ def test_legs_in_different_groups_are_not_a_ratio(tmp_path):
         "1.50x (1 pass, no verdict); 100 → 150 tok/s; group NVIDIA H200 [2] · table t")
 
 
+def test_a_group_whose_table_never_asked_for_the_findings_workload_is_no_row_of_it(tmp_path):
+    # session 15: Qwen2-VL's other workloads ran in another table on an H100; the video finding
+    # gained a second row "not measured" for that group, beside the H200 group that measured it
+    video = video_run(tmp_path / "video", [1000, 1012, 990], [1200, 1190, 1215])
+    rest = tmp_path / "rest"
+    for leg, v in (("0.26-h200", 20000.0), ("0.29-h200", 19500.0)):
+        write_result(rest, leg, QWEN2VL, {"text-only": v, "single-video": 6.9}, sha="table-rest",
+                     machine={"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-9"}]})
+    md, _ = report(tmp_path, video, rest)
+    assert seed_row(md, QWEN2VL, "29/26")["ours"].startswith("1.20x ↑ [")  # one row: the group that asked
+    # no group asked for video: one row that says so, not "ran in different groups"
+    md, _ = report(tmp_path, rest)
+    assert seed_row(md, QWEN2VL, "29/26")["ours"] == (
+        f"not measured: no scenario table that ran {QWEN2VL} on 0.26-h200 and 0.29-h200 lists workload video")
+
+
 def gemma_runs(root: Path, base_signature: str) -> list[Path]:
     """The seed's gemma-4 story as runs record it: 0.18 FAIL; 0.26 FAIL in its base venv (an
     earlier run); 0.26 PASS in the override variant (a later run, so canonical selection keeps it)."""

@@ -8,7 +8,9 @@ Two tables, generated from a findings file (ablation/spec/findings.py) and the r
   verdict below 3 repeats); where the pair is not a column of the compare tables (`--baseline`,
   `--legs`), it is judged as a comparison of those two legs alone, and the cell says so. A finding
   no group measured says why (leg or model not in the results, FAIL or SKIP with its cause, legs
-  in different groups): never a silent absence.
+  in different groups, no scenario table that ran the model on both legs lists the workload):
+  never a silent absence. A group whose table ran the model but never asked it for the finding's
+  workload is no row of that finding.
 - outcomes: per expected (leg, variant) outcome, the status and cause observed against the
   expected ones, and whether they match.
 
@@ -204,6 +206,19 @@ def _not_measured(f: RatioFinding, old: str, new: str, rs: ResultSet, order: lis
             "no ratio crosses groups")
 
 
+def _asks_for(g: Group, model: str, workload: str, legs: tuple[str, str], cache: EstimateCache) -> bool:
+    """Whether the scenario table of `g` asks `model` for `workload` (the name the seed prints: a
+    workload's label, else its key) on either leg. A record whose model entry lists no workloads
+    (a fixture, or a record from before the entry was kept) says nothing, so it counts as asking."""
+    labels = cache.labels(g)
+    for leg in legs:
+        for r in latest_of(g.rs.results, model, leg):
+            keys = r.record.model.spec.get("workloads") or []
+            if not keys or any(labels.get((model, k), k) == workload for k in keys):
+                return True
+    return False
+
+
 @dataclass
 class GroupCell:
     """One row's ratio cell for one pair of legs in one group, as the compare tables compute it."""
@@ -279,8 +294,10 @@ def ratio_table(check: SeedCheck, groups: list[Group], rs: ResultSet, order: lis
         comparison = pair_label(f.baseline, f.candidate, seed_legs, f.kind)
         seed = (f"{f.seed.ratio:.2f}x ({_num(f.seed.baseline)} → {_num(f.seed.candidate)} {UNITS[f.kind]}, "
                 f"{passes_label(f.seed.passes)})")
-        holding = [g for g in groups if latest_of(g.rs.results, f.model, old) and latest_of(g.rs.results, f.model, new)
-                   and old in g.legs(order) and new in g.legs(order)]
+        both_legs = [g for g in groups if latest_of(g.rs.results, f.model, old) and latest_of(g.rs.results, f.model, new)
+                     and old in g.legs(order) and new in g.legs(order)]
+        # a group whose scenario table never asked this model for the workload is no row of this finding
+        holding = [g for g in both_legs if _asks_for(g, f.model, f.workload, (old, new), cache)]
         rows = []
         for g in holding:
             ours, samples, recs, data = _measured(f, g, old, new, order, baseline, cache)
@@ -289,7 +306,8 @@ def ratio_table(check: SeedCheck, groups: list[Group], rs: ResultSet, order: lis
                 data["group"] = g.label
             rows.append((ours, samples, recs, data))
         if not rows:
-            why = _not_measured(f, old, new, rs, order)
+            why = (f"not measured: no scenario table that ran {f.model} on {old} and {new} lists workload {f.workload}"
+                   if both_legs else _not_measured(f, old, new, rs, order))
             recs = latest_of(rs.results, f.model, old) + latest_of(rs.results, f.model, new)
             samples = ", ".join(f"{leg}: {_status(latest_of(rs.results, f.model, leg))[0]}" for leg in (old, new))
             rows.append((why, samples, recs, {"measured": False, "reason": why.removeprefix("not measured: ")}))
