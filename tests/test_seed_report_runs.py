@@ -54,3 +54,13 @@ def test_make_seed_report_writes_the_seed_rows_over_every_listed_run(tmp_path):
     assert len(rows) == 62
     md = (out / "REPORT.md").read_text()
     assert "/work/" not in md and str(REPO) not in md  # paths from the repository root, as the README's command
+
+
+def test_only_the_newest_combined_report_keeps_its_html_json_and_plots():
+    """Every device call carries the working tree, so each full combined report (about 1.3 MiB)
+    made every later session's parts smaller; older ones keep REPORT.md only (docs/air-gapped-gpu.md)."""
+    combined = sorted(p.parent for p in MEASUREMENTS.glob("*/report/REPORT.md")
+                      if "### Seed rows: measured per comparison" in p.read_text())
+    assert len(combined) >= 6  # sessions 9-15
+    full = [d for d in combined if (d / "index.html").exists() or (d / "plots").exists() or (d / "report.json").exists()]
+    assert full == combined[-1:], f"prune all but the newest: {[str(d.relative_to(REPO)) for d in full]}"
