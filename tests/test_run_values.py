@@ -29,3 +29,13 @@ def test_a_leg_with_fewer_than_3_processes_gets_the_ratio_of_medians_and_no_verd
     text = (here / "values.txt").read_text()
     assert "29/26 1.084x (ratio of medians), unrepeated: no verdict (n 3 / 2)" in text
     assert "interval" not in text
+
+
+@pytest.mark.parametrize("args", [[], ["docs/measurements/2026-12-07-session14-h100-whisper/results/s14-h100-whisper-29-26",
+                                       "no__such-model", "0.26-h200", "0.29-h200"]])
+def test_bad_arguments_are_one_error_line_and_exit_2(args):
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "run-values"), *args],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
