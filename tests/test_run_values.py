@@ -10,17 +10,20 @@ import sys
 import pytest
 from helpers import REPO
 
-MEASURED = [  # (folder, run, model slug): runs of two legs whose values.txt the script wrote
-    ("2026-12-07-session14-h100-whisper", "s14-h100-whisper-29-26", "openai__whisper-large-v3"),
-    ("2026-12-07-session15-h100-qwen2vl-rest", "s15-h100-qwen2vl-rest", "Qwen__Qwen2-VL-7B-Instruct"),
+MEASURED = [  # (folder, run, model slug, old leg, new leg): runs of two legs whose values.txt the script wrote
+    ("2026-12-07-session14-h100-whisper", "s14-h100-whisper-29-26", "openai__whisper-large-v3", "0.26-h200", "0.29-h200"),
+    ("2026-12-07-session15-h100-qwen2vl-rest", "s15-h100-qwen2vl-rest", "Qwen__Qwen2-VL-7B-Instruct",
+     "0.26-h200", "0.29-h200"),
+    ("2026-12-07-session16-h100-omni-audio-26-18", "s16-h100-omni-audio", "Qwen__Qwen2.5-Omni-7B",
+     "0.18-h200", "0.26-h200"),
 ]
 
 
-@pytest.mark.parametrize(("folder", "run", "slug"), MEASURED)
-def test_values_txt_is_what_the_script_prints_from_the_kept_records(folder, run, slug):
+@pytest.mark.parametrize(("folder", "run", "slug", "old", "new"), MEASURED)
+def test_values_txt_is_what_the_script_prints_from_the_kept_records(folder, run, slug, old, new):
     here = REPO / "docs" / "measurements" / folder
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "run-values"), str(here / "results" / run), slug,
-                          "0.26-h200", "0.29-h200"], capture_output=True, text=True, cwd=REPO, check=True).stdout
+                          old, new], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert out == (here / "values.txt").read_text()
 
 
