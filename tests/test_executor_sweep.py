@@ -354,6 +354,43 @@ def test_a_warm_task_is_judged_by_its_own_leg_and_models_warm_tasks_from_earlier
                                 "la/fault__slow-1/r1"]
 
 
+def test_a_warm_task_whose_leg_has_no_warm_history_is_judged_by_the_same_models_warm_tasks_on_other_legs(tmp_path):
+    """Session 18 (Qwen3-VL 29/26 on an H100): the last call had 180 s, and 0.26's first warm task had no warm
+    task of its own leg and model before it, so nothing judged it: it started, ran about 150 s, and the
+    call's own timeout ended the run before the task was recorded. 0.29's warm task of the same model had
+    taken 138 s. Such a task is now judged by the same model's warm tasks on the run's other legs."""
+    models = [f"{{id: fault/slow-{i}, source: {{path: model}}, workloads: [mixed]}}" for i in range(2)]
+    project = fault_project(tmp_path, {"la": "1.16.0", "lb": "1.16.0"}, models)
+    base = ["--leg", "la", "--leg", "lb", "--repeats", "2", "--repeat-order", "model"]
+    subprocess.run(argv(project, *base, "--run-id", "warm"), cwd=REPO, env=env(project, 0), check=True,
+                   capture_output=True)  # builds both venvs outside the timed part
+    for leg in ("la", "lb"):  # both legs have compiled on this machine: their repeats start warm
+        cache = project / f"venvs/{leg}/vllm-cache/torch_compile_cache/graph.py"
+        cache.parent.mkdir(parents=True)
+        cache.write_text("compiled\n")
+
+    # First call, 3 s per task: la r1, lb r1, lb r2 (the rounds alternate: la lb, lb la); la r2 does not fit 10 s.
+    first = subprocess.run(argv(project, *base, "--run-id", "other", "--stop-after", "10"), cwd=REPO,
+                           env=env(project, 3), capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    assert passed(project, "other") == ["la/fault__slow-0/r1", "lb/fault__slow-0/r1", "lb/fault__slow-0/r2"]
+    # Second call, 2 s: la r2 is warm and la has run no warm slow-0; lb's warm one (3 s) predicts it.
+    second = subprocess.run(argv(project, *base, "--resume", "other", "--stop-after", "2"), cwd=REPO,
+                            env=env(project, 0.2), capture_output=True, text=True)
+    assert second.returncode == 0, second.stderr
+    assert passed(project, "other") == ["la/fault__slow-0/r1", "lb/fault__slow-0/r1", "lb/fault__slow-0/r2"]
+    stops = [e for e in read_jsonl(project / "results/other/run.jsonl") if e["event"] == "run_stopped"]
+    assert stops[-1]["next_task"] == "la/fault__slow-0/r2" and stops[-1]["next_starts_cold"] is False
+    assert stops[-1]["predicted_s"] >= 3
+    assert ("the longest warm task of fault__slow-0 on another leg so far (3 s; la/fault__slow-0 has run none warm)"
+            " > --stop-after 2 s") in second.stderr
+    # With 4 s it starts, and then la's own warm task (0.2 s) is its history; the next model starts cold, unjudged.
+    third = subprocess.run(argv(project, *base, "--resume", "other", "--stop-after", "4"), cwd=REPO,
+                           env=env(project, 0.2), capture_output=True, text=True)
+    assert third.returncode == 0, third.stderr
+    assert passed(project, "other")[3:5] == ["la/fault__slow-0/r2", "la/fault__slow-1/r1"]
+
+
 def test_engine_env_that_a_stack_sets_differently_is_a_one_line_error(tmp_path):
     models = ["{id: fault/ok, source: {path: model}, workloads: [mixed], engine_env: {VLLM_X: '2'}}"]
     project = fault_project(tmp_path, {"la": "1.16.0"}, models)

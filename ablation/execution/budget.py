@@ -4,7 +4,9 @@ tasks before it, cannot finish in time; the rest is resumed later.
 The prediction for the next task is the longest of:
 - the longest task so far in this invocation;
 - for a task that starts warm, the longest warm task of its own leg and model in this run, in this
-  invocation or an earlier one (one leg's warm start-up can be slower than another's);
+  invocation or an earlier one (one leg's warm start-up can be slower than another's); where its own
+  leg has run no warm task of the model yet, the longest warm task of the same model on the run's other
+  legs (session 18: a warm 0.26 task started unjudged while 0.29's warm one had taken 138 s);
 - for a task that starts cold, `--expect-task`: a cold start that the tasks before it do not predict
   (a slower leg's, or a larger model's)."""
 
@@ -17,6 +19,21 @@ from ablation.execution.local import RunContext, Task, TaskOutcome
 def _kind(task_id: str) -> str:
     """A task id without its repeat: the leg and model ("0.26-h200/openai__whisper-large-v3")."""
     return task_id.rsplit("/", 1)[0]
+
+
+def _model(kind: str) -> str:
+    """A leg and model's model ("openai__whisper-large-v3"): leg names hold no "/", nor do model slugs."""
+    return kind.split("/", 1)[1]
+
+
+def _warm(earlier: dict[str, float | None], keep) -> list[float]:
+    """The seconds of the warm tasks among `earlier` (in the order they ended) whose leg and model pass
+    `keep`: each leg and model's tasks but its first (its cold start), SKIPs (None) left out."""
+    by_kind: dict[str, list[float | None]] = {}
+    for task_id, s in earlier.items():
+        if keep(_kind(task_id)):
+            by_kind.setdefault(_kind(task_id), []).append(s)
+    return [s for seconds in by_kind.values() for s in seconds[1:] if s is not None]
 
 
 def starts_cold(task: Task, same: list[float | None]) -> bool:
@@ -38,13 +55,17 @@ def out_of_budget(stop_after_s: float | None, ctx: RunContext, elapsed: float, o
         return False
     nxt = rest[0]
     earlier = {**(done or {}), **{o.task_id: o.duration_s for o in outcomes}}
-    same = [s for i, s in earlier.items() if _kind(i) == _kind(nxt.task_id)]
+    kind = _kind(nxt.task_id)
+    model = _model(kind)
+    same = [s for i, s in earlier.items() if _kind(i) == kind]
     cold = starts_cold(nxt, same)
     longest = max((o.duration_s for o in outcomes), default=0.0)
-    # A warm task's own history: its leg and model's earlier tasks but the first (the cold start) and SKIPs.
-    own = 0.0 if cold else max((s for s in same[1:] if s is not None), default=0.0)
+    # A warm task's own history: its leg and model's warm tasks; without any, the same model's on other legs.
+    own_warm = [] if cold else _warm(earlier, lambda k: k == kind)
+    other_warm = [] if cold or own_warm else _warm(earlier, lambda k: k != kind and _model(k) == model)
+    own, other = max(own_warm, default=0.0), max(other_warm, default=0.0)
     expect = expect_task_s if cold and expect_task_s is not None else 0.0
-    expected = max(longest, own, expect)
+    expected = max(longest, own, other, expect)
     if expected == 0.0 or elapsed + expected <= stop_after_s:
         return False
     left = sum(t.skip_reason is None for t in rest)  # the SKIPs among them are still recorded
@@ -54,7 +75,9 @@ def out_of_budget(stop_after_s: float | None, ctx: RunContext, elapsed: float, o
     if expected == longest:
         judged = f"the longest task so far ({longest:.0f} s)"
     elif expected == own:
-        judged = f"the longest warm task of {_kind(nxt.task_id)} so far ({own:.0f} s)"
+        judged = f"the longest warm task of {kind} so far ({own:.0f} s)"
+    elif expected == other:
+        judged = f"the longest warm task of {model} on another leg so far ({other:.0f} s; {kind} has run none warm)"
     else:
         judged = f"--expect-task ({expect_task_s:.0f} s) for {nxt.task_id}, which starts cold"
     ctx.log(f"[run {ctx.run_id}] stopping before {left} task(s): {elapsed:.0f} s elapsed + {judged} "
