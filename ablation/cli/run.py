@@ -34,8 +34,8 @@ HARNESS_OPT = click.option("--harness", type=click.Path(exists=True, dir_okay=Fa
 @click.option("--stop-after", "stop_after_s", type=float, default=None,
               help="start no task that, as predicted from the tasks before it (the longest so far, and a warm "
                    "task's own leg and model's warm tasks, or the same model's on other legs where its leg has "
-                   "none), would end later than this many seconds after the start (a leased machine); finish "
-                   "with --resume")
+                   "none), would end later than this many seconds after the first task could start (venv checks "
+                   "and planning come before it; a leased machine); finish with --resume")
 @click.option("--expect-task", "expect_task_s", type=float, default=None,
               help="with --stop-after: judge every next task that starts cold (the first of its leg and model in "
                    "the run, or its leg's caches empty) as taking at least this many seconds: a slower leg's or "
