@@ -228,13 +228,18 @@ def leased_project(tmp_path: Path) -> Path:
     return project
 
 
+def mark_compiled(project: Path, leg: str) -> Path:
+    """The leg has compiled on this machine: a file in its compile cache (returned), so its repeats start warm."""
+    cache = project / f"venvs/{leg}/vllm-cache/torch_compile_cache/graph.py"
+    cache.parent.mkdir(parents=True)
+    cache.write_text("compiled\n")
+    return cache
+
+
 def compiled_leased_project(tmp_path: Path) -> tuple[Path, Path]:
     """`leased_project` on a machine where the leg has compiled: a file in its compile cache (returned)."""
     project = leased_project(tmp_path)
-    cache = project / "venvs/la/vllm-cache/torch_compile_cache/graph.py"
-    cache.parent.mkdir(parents=True)
-    cache.write_text("compiled\n")
-    return project, cache
+    return project, mark_compiled(project, "la")
 
 
 def passed(project: Path, run_id: str) -> list[str]:
@@ -365,9 +370,7 @@ def test_a_warm_task_whose_leg_has_no_warm_history_is_judged_by_the_same_models_
     subprocess.run(argv(project, *base, "--run-id", "warm"), cwd=REPO, env=env(project, 0), check=True,
                    capture_output=True)  # builds both venvs outside the timed part
     for leg in ("la", "lb"):  # both legs have compiled on this machine: their repeats start warm
-        cache = project / f"venvs/{leg}/vllm-cache/torch_compile_cache/graph.py"
-        cache.parent.mkdir(parents=True)
-        cache.write_text("compiled\n")
+        mark_compiled(project, leg)
 
     # First call, 3 s per task: la r1, lb r1, lb r2 (the rounds alternate: la lb, lb la); la r2 does not fit 10 s.
     first = subprocess.run(argv(project, *base, "--run-id", "other", "--stop-after", "10"), cwd=REPO,

@@ -26,12 +26,12 @@ def _model(kind: str) -> str:
     return kind.split("/", 1)[1]
 
 
-def _warm(earlier: dict[str, float | None], keep) -> list[float]:
-    """The seconds of the warm tasks among `earlier` (in the order they ended) whose leg and model pass
-    `keep`: each leg and model's tasks but its first (its cold start), SKIPs (None) left out."""
+def _warm_on_other_legs(earlier: dict[str, float | None], kind: str) -> list[float]:
+    """The seconds of the warm tasks among `earlier` (in the order they ended) of `kind`'s model on other
+    legs: each leg's tasks of it but its first (its cold start), SKIPs (None) left out."""
     by_kind: dict[str, list[float | None]] = {}
     for task_id, s in earlier.items():
-        if keep(_kind(task_id)):
+        if _kind(task_id) != kind and _model(_kind(task_id)) == _model(kind):
             by_kind.setdefault(_kind(task_id), []).append(s)
     return [s for seconds in by_kind.values() for s in seconds[1:] if s is not None]
 
@@ -56,13 +56,12 @@ def out_of_budget(stop_after_s: float | None, ctx: RunContext, elapsed: float, o
     nxt = rest[0]
     earlier = {**(done or {}), **{o.task_id: o.duration_s for o in outcomes}}
     kind = _kind(nxt.task_id)
-    model = _model(kind)
     same = [s for i, s in earlier.items() if _kind(i) == kind]
     cold = starts_cold(nxt, same)
     longest = max((o.duration_s for o in outcomes), default=0.0)
     # A warm task's own history: its leg and model's warm tasks; without any, the same model's on other legs.
-    own_warm = [] if cold else _warm(earlier, lambda k: k == kind)
-    other_warm = [] if cold or own_warm else _warm(earlier, lambda k: k != kind and _model(k) == model)
+    own_warm = [] if cold else [s for s in same[1:] if s is not None]
+    other_warm = [] if cold or own_warm else _warm_on_other_legs(earlier, kind)
     own, other = max(own_warm, default=0.0), max(other_warm, default=0.0)
     expect = expect_task_s if cold and expect_task_s is not None else 0.0
     expected = max(longest, own, other, expect)
@@ -77,7 +76,7 @@ def out_of_budget(stop_after_s: float | None, ctx: RunContext, elapsed: float, o
     elif expected == own:
         judged = f"the longest warm task of {kind} so far ({own:.0f} s)"
     elif expected == other:
-        judged = f"the longest warm task of {model} on another leg so far ({other:.0f} s; {kind} has run none warm)"
+        judged = f"the longest warm task of {_model(kind)} on another leg so far ({other:.0f} s; {kind} has run none warm)"
     else:
         judged = f"--expect-task ({expect_task_s:.0f} s) for {nxt.task_id}, which starts cold"
     ctx.log(f"[run {ctx.run_id}] stopping before {left} task(s): {elapsed:.0f} s elapsed + {judged} "
