@@ -18,6 +18,8 @@ MEASURED = [  # (folder, run, model slug, old leg, new leg): runs of two legs wh
      "0.18-h200", "0.26-h200"),
     ("2026-12-07-session18-h100-qwen3vl-29-26", "s18-h100-qwen3vl", "Qwen__Qwen3-VL-8B-Instruct",
      "0.26-h200", "0.29-h200"),
+    ("2026-12-07-session19-h100-llama-26-18", "s19-h100-llama-26-18", "meta-llama__Llama-3.1-8B-Instruct",
+     "0.18-h200", "0.26-h200"),
 ]
 
 
