@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers import one_line_error, run_cli
 from resultfactory import write_result
 
@@ -139,6 +140,28 @@ def test_controls_flag_unequal_kv_cache_next_to_the_ratio(tmp_path):
     md = render(load_results([run]), "md")
     assert "| m | 1 | mixed | 100 | 120 | 1.20x (1 pass, no verdict) | differ: kv-cache |" in md
     assert "**DIFFERS**: 0.28-cpu 1,000 / 0.29-cpu 2,000" in md and "same (X)" in md
+
+
+@pytest.mark.parametrize(("work", "cell", "detail"), [
+    # 10 sequences of 150 prompt + 50 output tokens: 2,000 tokens at once, more than the smaller cache
+    ({"total_input_tokens": 1500, "total_output_tokens": 500, "num_seqs": 10}, "differ: kv-cache (binds)",
+     "; **binds**: the workload holds up to 2,000 tokens at once"),
+    ({"total_input_tokens": 600, "total_output_tokens": 400, "num_seqs": 10}, "differ: kv-cache (not binding)",
+     "; not binding: the workload holds at most 1,000 tokens at once"),
+    # vLLM counted the media's tokens in the prompt (placeholders expanded): they are held in the cache
+    ({"total_input_tokens": 100, "engine_prompt_tokens": 1500, "total_output_tokens": 400, "media": {"type": "image"}},
+     "differ: kv-cache (binds)", "; **binds**: the workload holds up to 1,900 tokens at once"),
+    # media whose tokens vLLM's prompt count does not hold (whisper's encoder): what the cache holds is unknown
+    ({"total_input_tokens": 100, "engine_prompt_tokens": 100, "total_output_tokens": 400, "media": {"type": "audio"}},
+     "differ: kv-cache", ""),
+])
+def test_a_kv_cache_that_differs_says_whether_the_workload_can_fill_the_smaller_one(tmp_path, work, cell, detail):
+    run = tmp_path / "r"
+    write_result(run, "0.28-cpu", "m", {"mixed": 100}, engine={"kv_cache_tokens": 1000}, workload_extra=work)
+    write_result(run, "0.29-cpu", "m", {"mixed": 120}, engine={"kv_cache_tokens": 2000}, workload_extra=work)
+    md = render(load_results([run]), "md")
+    assert f"| 1.20x (1 pass, no verdict) | {cell} |" in md
+    assert f"**DIFFERS**: 0.28-cpu 1,000 / 0.29-cpu 2,000{detail} |" in md
 
 
 def test_controls_no_leg_reported_is_not_reported_never_same(tmp_path):

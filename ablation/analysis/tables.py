@@ -435,8 +435,45 @@ CONTROL_FIELDS = {
 }
 
 
+# Not a control column: beside the controls of a row, the most KV-cache tokens its workload can hold at once.
+KV_DEMAND = "kv demand"
+
+
+def kv_demand(w) -> int | None:
+    """The most KV-cache tokens the workload's sequences can hold at once: every sequence's prompt and output
+    tokens (a throughput workload submits all its requests at once; a latency record is one batch). The
+    prompt is vLLM's own count where the harness kept it (multimodal: media placeholders expanded), else the
+    submitted token ids. None when the record lacks either count, or when it has media that vLLM's prompt
+    count does not hold (no more tokens than were submitted: an encoder-decoder model such as whisper keeps
+    its encoder's tokens for cross-attention, outside the prompt)."""
+    extra = w.record.model_extra or {}
+    engine, submitted = extra.get("engine_prompt_tokens"), extra.get("total_input_tokens")
+    if extra.get("media") and not (_count(engine) and _count(submitted) and engine > submitted):
+        return None
+    prompt = engine if _count(engine) else submitted
+    out = w.record.total_output_tokens
+    if not _count(prompt) or out is None:
+        return None
+    return prompt + out
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def kv_binding(per: dict[str, dict[str, object]]) -> str | None:
+    """For a row whose KV cache differs between legs: 'binds' when its workload can hold more tokens at once
+    than the smaller cache (the cache sizes can then set how many sequences run together, and so the
+    ratio), 'not binding' when every cache holds all of it, None when a size or the demand is unknown."""
+    caches = list(per.get("kv-cache", {}).values())
+    demands = [d for d in per.get(KV_DEMAND, {}).values() if d is not None]
+    if not caches or not demands or not all(isinstance(c, int) for c in caches):
+        return None
+    return "binds" if max(demands) > min(caches) else "not binding"
+
+
 def _controls(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], dict[str, dict[str, object]]]:
-    """(model, workload) -> control -> leg -> value (PASS tasks, first repeat)."""
+    """(model, workload) -> control -> leg -> value (PASS tasks, first repeat); KV_DEMAND -> leg -> tokens."""
     seen: dict[tuple[str, str], dict[str, dict[str, object]]] = {}
     done: set[tuple[str, str, str]] = set()  # (model, workload, leg) already read from its first repeat
     for r in sorted(latest_attempts(rs.results), key=lambda r: r.repeat):
@@ -449,6 +486,7 @@ def _controls(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], dict[str,
             per = seen.setdefault((r.model_id, w.name), {})
             for name, get in CONTROL_FIELDS.items():
                 per.setdefault(name, {})[r.leg] = get(r, w)
+            per.setdefault(KV_DEMAND, {})[r.leg] = kv_demand(w)
     return seen
 
 
@@ -470,10 +508,12 @@ def control_state(by_leg: dict[str, object]) -> str:
 class RowControls:
     differs: list[str]
     unreported: list[str]
+    kv_binding: str | None = None  # where the KV cache differs: kv_binding()'s answer
 
     def cell(self) -> str:
         if self.differs:
-            return "differ: " + ", ".join(self.differs)
+            return "differ: " + ", ".join(f"{n} ({self.kv_binding})" if n == "kv-cache" and self.kv_binding else n
+                                          for n in self.differs)
         if len(self.unreported) == len(CONTROL_FIELDS):
             return "not reported"
         if self.unreported:
@@ -487,7 +527,8 @@ def controls_by_row(ctl: dict[tuple[str, str], dict[str, dict[str, object]]]) ->
     for key, per in ctl.items():
         states = {name: control_state(per.get(name, {})) for name in CONTROL_FIELDS}
         out[key] = RowControls([n for n, s in states.items() if s == "differs"],
-                               [n for n, s in states.items() if s == "not reported"])
+                               [n for n, s in states.items() if s == "not reported"],
+                               kv_binding(per) if states["kv-cache"] == "differs" else None)
     return out
 
 
@@ -508,12 +549,26 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None, ctl: dict | Non
             elif state == "same":
                 cells.append(f"same ({_fmt_control(next(iter(by_leg.values())))})")
             else:
-                cells.append("**DIFFERS**: " + " / ".join(f"{leg} {_fmt_control(v)}" for leg, v in by_leg.items()))
+                cells.append("**DIFFERS**: " + " / ".join(f"{leg} {_fmt_control(v)}" for leg, v in by_leg.items())
+                             + (_kv_binding_text(ctl[key]) if name == "kv-cache" else ""))
         table.rows.append([key[0], labels.get(key, key[1]), *cells])
         table.data.append({"model_id": key[0], "workload": key[1], "controls": ctl[key]})
     table.note = ("work done = (output tokens, sequences); scheduler = (max_num_batched_tokens, max_num_seqs, "
-                  "chunked prefill). A difference here is a reason to distrust the ratio beside it.")
+                  "chunked prefill). A difference here is a reason to distrust the ratio beside it. A KV cache "
+                  "that differs binds where the workload can hold more tokens at once (every sequence's prompt and "
+                  "output) than the smaller cache: then the cache sizes can set how many sequences run together; "
+                  "where every cache holds all of it, the difference does not bind.")
     return table
+
+
+def _kv_binding_text(per: dict[str, dict[str, object]]) -> str:
+    binding = kv_binding(per)
+    if binding is None:
+        return ""
+    demand = max(d for d in per[KV_DEMAND].values() if d is not None)
+    if binding == "binds":
+        return f"; **binds**: the workload holds up to {demand:,} tokens at once"
+    return f"; not binding: the workload holds at most {demand:,} tokens at once"
 
 
 def _fmt_control(v) -> str:
