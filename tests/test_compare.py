@@ -159,8 +159,10 @@ def test_a_kv_cache_that_differs_says_whether_the_workload_can_fill_the_smaller_
     run = tmp_path / "r"
     write_result(run, "0.28-cpu", "m", {"mixed": 100}, engine={"kv_cache_tokens": 1000}, workload_extra=work)
     write_result(run, "0.29-cpu", "m", {"mixed": 120}, engine={"kv_cache_tokens": 2000}, workload_extra=work)
-    md = render(load_results([run]), "md")
+    rs = load_results([run])
+    md = render(rs, "md")
     assert f"| 1.20x (1 pass, no verdict) | {cell} |" in md
+    assert ratio_table(rs, "throughput").data[0]["kv_cache_binding"] == (cell.partition("(")[2].rstrip(")") or None)
     assert f"**DIFFERS**: 0.28-cpu 1,000 / 0.29-cpu 2,000{detail} |" in md
 
 

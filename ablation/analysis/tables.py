@@ -257,7 +257,8 @@ def ratio_table(rs: ResultSet, kind: str, legs: list[str] | None = None, baselin
                            "ratios": {c: (e.as_dict() if e and e.method != "invalid values" else None)
                                       for c, e in zip(ratio_cols, ests)},
                            "controls_differ": row_ctl.differs,
-                           "controls_not_reported": row_ctl.unreported})
+                           "controls_not_reported": row_ctl.unreported,
+                           "kv_cache_binding": row_ctl.kv_binding})
     processes = [len(v) for values in kind_cells.values() for v in values.values()]  # per leg and cell
     table.note = verdict_note(max(processes, default=0), within_process_spread(in_process_samples(rs, kind)),
                               verdict_summary(kind_cells, estimates, pairs), min_n=min(processes, default=0))
