@@ -462,15 +462,16 @@ def _count(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 0
 
 
-def kv_binding(per: dict[str, dict[str, object]]) -> str | None:
-    """For a row whose KV cache differs between legs: 'binds' when its workload can hold more tokens at once
-    than the smaller cache (the cache sizes can then set how many sequences run together, and so the
-    ratio), 'not binding' when every cache holds all of it, None when a size or the demand is unknown."""
+def kv_binding(per: dict[str, dict[str, object]]) -> tuple[str, int] | None:
+    """For a row whose KV cache differs between legs, with the most tokens its workload can hold at once:
+    'binds' when that is more than the smaller cache (the cache sizes can then set how many sequences run
+    together, and so the ratio), 'not binding' when every cache holds all of it; None when a size or the
+    demand is unknown."""
     caches = list(per.get("kv-cache", {}).values())
-    demands = [d for d in per.get(KV_DEMAND, {}).values() if d is not None]
-    if not caches or not demands or not all(isinstance(c, int) for c in caches):
+    demand = max((d for d in per.get(KV_DEMAND, {}).values() if d is not None), default=None)
+    if not caches or demand is None or not all(isinstance(c, int) for c in caches):
         return None
-    return "binds" if max(demands) > min(caches) else "not binding"
+    return ("binds" if demand > min(caches) else "not binding"), demand
 
 
 def _controls(rs: ResultSet, legs: list[str]) -> dict[tuple[str, str], dict[str, dict[str, object]]]:
@@ -527,9 +528,10 @@ def controls_by_row(ctl: dict[tuple[str, str], dict[str, dict[str, object]]]) ->
     out = {}
     for key, per in ctl.items():
         states = {name: control_state(per.get(name, {})) for name in CONTROL_FIELDS}
+        binding = kv_binding(per) if states["kv-cache"] == "differs" else None
         out[key] = RowControls([n for n, s in states.items() if s == "differs"],
                                [n for n, s in states.items() if s == "not reported"],
-                               kv_binding(per) if states["kv-cache"] == "differs" else None)
+                               binding[0] if binding else None)
     return out
 
 
@@ -563,10 +565,9 @@ def controls_table(rs: ResultSet, legs: list[str] | None = None, ctl: dict | Non
 
 
 def _kv_binding_text(per: dict[str, dict[str, object]]) -> str:
-    binding = kv_binding(per)
+    binding, demand = kv_binding(per) or (None, None)
     if binding is None:
         return ""
-    demand = max(d for d in per[KV_DEMAND].values() if d is not None)
     if binding == "binds":
         return f"; **binds**: the workload holds up to {demand:,} tokens at once"
     return f"; not binding: the workload holds at most {demand:,} tokens at once"
