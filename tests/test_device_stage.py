@@ -278,3 +278,86 @@ def test_device_caches_pieces_fit_out_and_join_back_byte_for_byte(tmp_path):
     assert bad.returncode != 0 and "corrupt, not kept: cache-0.26-h200.tgz" in bad.stderr
     assert not (tmp_path / "again" / "cache-0.26-h200.tgz").exists()
     assert (tmp_path / "again" / "cache-0.29-h200.tgz").read_bytes() == archives["cache-0.29-h200.tgz"]
+
+
+def a_wheel(path, seed: int) -> bytes:
+    """A real zip as wheel builders write it (zipfile, deflate at zlib's default level), with
+    shared-library-like content that xz packs far better than deflate; plus one entry deflated at
+    level 9 (re-deflating it at 6 does not give its bytes back) and one stored entry."""
+    import random
+    import zipfile
+
+    rng = random.Random(seed)
+    words = [rng.randbytes(rng.randint(4, 24)) for _ in range(3000)]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for i in range(6):
+            zf.writestr(f"pkg/lib{i}.so", b"".join(rng.choice(words) for _ in range(40_000)))
+        zf.writestr(zipfile.ZipInfo("pkg/level9.bin"), b"".join(rng.choice(words) for _ in range(20_000)),
+                    compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+        zf.writestr("pkg/stored.txt", b"stored " * 1000, compress_type=zipfile.ZIP_STORED)
+        zf.writestr("pkg-1.0.dist-info/RECORD", "")
+    return path.read_bytes()
+
+
+def test_xz_parts_are_fewer_and_the_device_rebuilds_every_wheel_byte_for_byte(tmp_path):
+    here, device, recv = tmp_path / "here", tmp_path / "device", tmp_path / "recv"
+    (here / ".stage/wheels").mkdir(parents=True)
+    wheels = {f"w{i}-1.0-py3-none-any.whl": a_wheel(here / f".stage/wheels/w{i}-1.0-py3-none-any.whl", i)
+              for i in range(3)}
+    (here / ".stage/wheels/notzip-1.0-py3-none-any.whl").write_bytes(b"not a zip")  # travels as it is
+    wheels["notzip-1.0-py3-none-any.whl"] = b"not a zip"
+    plain = stage(here, "split", "--part-bytes", str(1_500_000))
+    assert plain.returncode == 0, plain.stderr
+    n_plain = len(list((here / ".stage/parts").iterdir()))
+    packed = stage(here, "split", "--xz", "--part-bytes", str(1_500_000))
+    assert packed.returncode == 0, packed.stderr
+    parts = sorted((here / ".stage/parts").iterdir())
+    assert len(parts) * 2 <= n_plain, (len(parts), n_plain)  # these compress 2-3x better with xz
+    device.mkdir()
+    for p in parts:
+        shutil.rmtree(device / ".stage", ignore_errors=True)
+        shutil.copytree(p, device / ".stage/parts" / p.name)
+        got = stage(device, "receive", f".stage/parts/{p.name}", recv=recv)
+        assert got.returncode == 0, got.stderr
+        assert "deflates as the wheels' builders did" in got.stdout  # each part checks the device's zlib
+    shutil.rmtree(device / ".stage")
+    done = stage(device, "assemble", recv=recv)
+    assert done.returncode == 0, done.stderr
+    assert "rebuilt 3 packed wheels" in done.stdout
+    for name, data in wheels.items():
+        assert (device / ".stage/wheels" / name).read_bytes() == data, name
+    assert not list((device / ".stage/wheels").glob("*.xzw"))
+
+
+def test_a_device_whose_zlib_deflates_differently_is_told_and_gets_no_wheel(tmp_path):
+    here, recv = tmp_path / "here", tmp_path / "recv"
+    (here / ".stage/wheels").mkdir(parents=True)
+    a_wheel(here / ".stage/wheels/w-1.0-py3-none-any.whl", 7)
+    assert stage(here, "split", "--xz").returncode == 0
+    part = here / ".stage/parts/000"
+    # the probe: the sha256 of this zlib's level-6 deflate of real wheel data, checked on receive
+    import json
+    manifest = json.loads((part / "MANIFEST.json").read_text())
+    manifest["zlib_probe"]["deflate_sha256"] = "0" * 64  # what another zlib would make of it
+    (part / "MANIFEST.json").write_text(json.dumps(manifest))
+    got = stage(here, "receive", str(part), recv=recv)
+    assert got.returncode == 0 and "ZLIB DIFFERS" in got.stdout and "without --xz" in got.stdout
+    # and the rebuild itself refuses a wheel that does not come back byte for byte
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import wheelpack
+    finally:
+        sys.path.pop(0)
+    xzw = sorted((here / ".stage/packed").glob("*.xzw"))
+    out = tmp_path / "out"
+    out.mkdir()
+    assert wheelpack.unpack_all(xzw, out, workers=1) == ["w-1.0-py3-none-any.whl"]
+    (out / "w-1.0-py3-none-any.whl").unlink()
+    level = wheelpack.LEVEL
+    wheelpack.LEVEL = 1  # deflates as another zlib might: other bytes for the same data
+    try:
+        with pytest.raises(ValueError, match="w-1.0-py3-none-any.whl"):
+            wheelpack.unpack_all(xzw, out, workers=1)
+    finally:
+        wheelpack.LEVEL = level
+    assert not (out / "w-1.0-py3-none-any.whl").exists()
