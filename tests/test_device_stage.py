@@ -283,7 +283,7 @@ def test_device_caches_pieces_fit_out_and_join_back_byte_for_byte(tmp_path):
 def a_wheel(path, seed: int) -> bytes:
     """A real zip as wheel builders write it (zipfile, deflate at zlib's default level), with
     shared-library-like content that xz packs far better than deflate; plus one entry deflated at
-    level 9 (re-deflating it at 6 does not give its bytes back) and one stored entry."""
+    level 1 (re-deflating it at 6 does not give its bytes back) and one stored entry."""
     import random
     import zipfile
 
@@ -292,8 +292,8 @@ def a_wheel(path, seed: int) -> bytes:
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for i in range(6):
             zf.writestr(f"pkg/lib{i}.so", b"".join(rng.choice(words) for _ in range(40_000)))
-        zf.writestr(zipfile.ZipInfo("pkg/level9.bin"), b"".join(rng.choice(words) for _ in range(20_000)),
-                    compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+        zf.writestr(zipfile.ZipInfo("pkg/level1.bin"), b"".join(rng.choice(words) for _ in range(20_000)),
+                    compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
         zf.writestr("pkg/stored.txt", b"stored " * 1000, compress_type=zipfile.ZIP_STORED)
         zf.writestr("pkg-1.0.dist-info/RECORD", "")
     return path.read_bytes()
@@ -309,10 +309,12 @@ def test_xz_parts_are_fewer_and_the_device_rebuilds_every_wheel_byte_for_byte(tm
     plain = stage(here, "split", "--part-bytes", str(1_500_000))
     assert plain.returncode == 0, plain.stderr
     n_plain = len(list((here / ".stage/parts").iterdir()))
+    plain_bytes = sum(f.stat().st_size for f in (here / ".stage/parts").glob("*/*.piece*"))
     packed = stage(here, "split", "--xz", "--part-bytes", str(1_500_000))
     assert packed.returncode == 0, packed.stderr
     parts = sorted((here / ".stage/parts").iterdir())
-    assert len(parts) * 2 <= n_plain, (len(parts), n_plain)  # these compress 2-3x better with xz
+    packed_bytes = sum(f.stat().st_size for f in (here / ".stage/parts").glob("*/*.piece*"))
+    assert len(parts) < n_plain and packed_bytes < 0.6 * plain_bytes, (len(parts), n_plain, packed_bytes, plain_bytes)
     device.mkdir()
     for p in parts:
         shutil.rmtree(device / ".stage", ignore_errors=True)
@@ -352,6 +354,15 @@ def test_a_device_whose_zlib_deflates_differently_is_told_and_gets_no_wheel(tmp_
     out = tmp_path / "out"
     out.mkdir()
     assert wheelpack.unpack_all(xzw, out, workers=1) == ["w-1.0-py3-none-any.whl"]
+    header = wheelpack.read_header(xzw[0])[0]
+    # the six libraries and RECORD are cut; level1.bin does not reproduce at level 6, so it stays as is
+    assert len(header["cuts"]) == 7
+    # an entry over --xz-max-entry-mib stays deflated: the device deflates each cut entry on one core
+    capped = tmp_path / "capped.xzw"
+    wheel = here / ".stage/wheels/w-1.0-py3-none-any.whl"
+    assert [raw for _, _, raw in wheelpack.pack(wheel, capped, workers=1, max_entry_raw=1000)["cuts"]] == [0]  # RECORD
+    assert wheelpack.unpack_all([capped], out, workers=1) == ["w-1.0-py3-none-any.whl"]
+    assert (out / "w-1.0-py3-none-any.whl").read_bytes() == wheel.read_bytes()
     (out / "w-1.0-py3-none-any.whl").unlink()
     level = wheelpack.LEVEL
     wheelpack.LEVEL = 1  # deflates as another zlib might: other bytes for the same data
