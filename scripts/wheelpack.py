@@ -9,8 +9,9 @@ not reproduce stays as it is. `unpack` checks the rebuilt wheel's size and sha25
 wheel's, so a device whose zlib deflates differently gets an error, never a different wheel.
 
 Layout of a `.xzw` file: MAGIC, an 8-byte little-endian header length, the JSON header, the xz stream
-of the skeleton (the wheel less the cut bytes), then one xz stream per block of cut entries (about
-BLOCK_RAW bytes of uncompressed data each, so the device unpacks blocks in parallel).
+of the skeleton (the wheel less its entries' deflated data), one xz stream per block of cut entries
+(about BLOCK_RAW bytes of uncompressed data each, so the device unpacks blocks in parallel), then the
+deflated data of the entries not cut, verbatim.
 
 Standard library only: the device-side half runs under the GPU machine's python as it is.
 """
@@ -42,19 +43,19 @@ def _deflate(data: bytes) -> bytes:
     return c.compress(data) + c.flush()
 
 
-def _entries(path: Path, max_raw: int) -> list[tuple[int, int]]:
-    """(data offset, compressed length) of each deflated entry of at most max_raw bytes, in file order."""
+def _entries(path: Path) -> list[tuple[int, int, int]]:
+    """(data offset, compressed length, uncompressed length) of each deflated entry, in file order."""
     out = []
     with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
         for zi in zf.infolist():
-            if zi.compress_type != zipfile.ZIP_DEFLATED or zi.compress_size == 0 or zi.file_size > max_raw:
+            if zi.compress_type != zipfile.ZIP_DEFLATED or zi.compress_size == 0:
                 continue
             f.seek(zi.header_offset)
             local = f.read(30)
             if local[:4] != b"PK\x03\x04":
                 raise ValueError(f"{path.name}: entry {zi.filename!r} has no local header")
             name_len, extra_len = struct.unpack("<HH", local[26:30])
-            out.append((zi.header_offset + 30 + name_len + extra_len, zi.compress_size))
+            out.append((zi.header_offset + 30 + name_len + extra_len, zi.compress_size, zi.file_size))
     return sorted(out)
 
 
@@ -64,7 +65,7 @@ def _pack_block(args: tuple[str, list[tuple[int, int]], int]) -> tuple[list[list
     path, entries, preset = args
     kept, raw = [], []
     with open(path, "rb") as f:
-        for offset, clen in entries:
+        for offset, clen, _ in entries:
             f.seek(offset)
             comp = f.read(clen)
             try:
@@ -79,12 +80,17 @@ def _pack_block(args: tuple[str, list[tuple[int, int]], int]) -> tuple[list[list
 
 def pack(wheel: Path, out: Path, workers: int | None = None, preset: int = PRESET,
          max_entry_raw: int = MAX_ENTRY_RAW) -> dict:
-    """Write `out` (a .xzw) for `wheel`; returns its header. Entries over max_entry_raw stay deflated."""
-    entries = _entries(wheel, max_entry_raw)
+    """Write `out` (a .xzw) for `wheel`; returns its header. Entries over max_entry_raw stay deflated.
+
+    The deflated data of an entry that is not cut (too large, or not reproduced at level 6) travels
+    verbatim, outside xz: xz gains nothing on it and would spend minutes here on a large one."""
+    entries = _entries(wheel)
     jobs, block, size = [], [], 0
     for e in entries:
+        if e[2] > max_entry_raw:
+            continue
         block.append(e)
-        size += e[1] * 3  # a guess at the raw size; blocks only need to be roughly even
+        size += e[2]
         if size >= BLOCK_RAW:
             jobs.append((str(wheel), block, preset))
             block, size = [], 0
@@ -94,22 +100,26 @@ def pack(wheel: Path, out: Path, workers: int | None = None, preset: int = PRESE
         results = list(ex.map(_pack_block, jobs)) if jobs else []
     cuts = [c for kept, _ in results for c in kept]
     blocks = [[len(kept), len(stream)] for kept, stream in results if kept]
+    cut_at = {c[0] for c in cuts}
+    verbatim = [[offset, clen] for offset, clen, _ in entries if offset not in cut_at]
     data = wheel.read_bytes()
     skeleton, pos = [], 0
-    for offset, clen, _ in cuts:
+    for offset, length in sorted([c[:2] for c in cuts] + verbatim):
         skeleton.append(data[pos:offset])
-        pos = offset + clen
+        pos = offset + length
     skeleton.append(data[pos:])
     skeleton_xz = lzma.compress(b"".join(skeleton), preset=preset)
     header = {"name": wheel.name, "size": len(data), "sha256": hashlib.sha256(data).hexdigest(),
               "zlib_level": LEVEL, "preset": preset, "max_entry_raw": max_entry_raw,
-              "cuts": cuts, "blocks": blocks, "skeleton_xz": len(skeleton_xz)}
+              "cuts": cuts, "blocks": blocks, "verbatim": verbatim, "skeleton_xz": len(skeleton_xz)}
     head = json.dumps(header).encode()
     with open(out, "wb") as f:
         f.write(MAGIC + struct.pack("<Q", len(head)) + head + skeleton_xz)
         for kept, stream in results:
             if kept:
                 f.write(stream)
+        for offset, length in verbatim:
+            f.write(data[offset:offset + length])
     return header
 
 
@@ -150,26 +160,35 @@ def unpack_all(packed: list[Path], out_dir: Path, workers: int | None = None) ->
             jobs.append((str(p), pos, length, header["cuts"][i:i + n_cuts]))
             pos += length
             i += n_cuts
-        plans.append((p, header, skeleton_at, jobs))
-    all_jobs = [j for _, _, _, jobs in plans for j in jobs]
+        plans.append((p, header, skeleton_at, jobs, pos))  # pos: where the verbatim spans begin
+    all_jobs = [j for plan in plans for j in plan[3]]
     with ProcessPoolExecutor(workers) as ex:
         done = iter(list(ex.map(_unpack_block, all_jobs, chunksize=1)) if all_jobs else [])
     names = []
-    for p, header, skeleton_at, jobs in plans:
-        with open(p, "rb") as f:
-            f.seek(skeleton_at)
-            skeleton = lzma.decompress(f.read(header["skeleton_xz"]))
+    for p, header, skeleton_at, jobs, verbatim_at in plans:
         comps = [c for _ in jobs for c in next(done)]
         target = out_dir / header["name"]
-        h, spos, wpos = hashlib.sha256(), 0, 0
-        with open(target, "wb") as dst:
-            for (offset, clen, _), comp in zip(header["cuts"], comps):
+        h = hashlib.sha256()
+        with open(p, "rb") as src, open(target, "wb") as dst:
+            src.seek(skeleton_at)
+            skeleton = lzma.decompress(src.read(header["skeleton_xz"]))
+            # every span in wheel order: a cut (its re-deflated bytes) or a verbatim span (read from p)
+            spans = [(c[0], c[1], comp) for c, comp in zip(header["cuts"], comps)]
+            vpos = verbatim_at
+            for offset, length in header.get("verbatim", []):
+                spans.append((offset, length, vpos))
+                vpos += length
+            spos = wpos = 0
+            for offset, length, body in sorted(spans, key=lambda s: s[0]):
                 piece = skeleton[spos:spos + offset - wpos]
                 spos += len(piece)
-                for chunk in (piece, comp):
+                if isinstance(body, int):
+                    src.seek(body)
+                    body = src.read(length)
+                for chunk in (piece, body):
                     dst.write(chunk)
                     h.update(chunk)
-                wpos = offset + clen
+                wpos = offset + length
             tail = skeleton[spos:]
             dst.write(tail)
             h.update(tail)
