@@ -372,3 +372,12 @@ def test_a_device_whose_zlib_deflates_differently_is_told_and_gets_no_wheel(tmp_
     finally:
         wheelpack.LEVEL = level
     assert not (out / "w-1.0-py3-none-any.whl").exists()
+
+
+@pytest.mark.parametrize("args", [["--xz-max-entry-mib", "-5"], ["--xz-max-entry-mib", "1.5"], ["--xz-preset", "12"]])
+def test_a_bad_xz_option_is_one_error_line_naming_it(tmp_path, args):
+    (tmp_path / ".stage/wheels").mkdir(parents=True)
+    a_wheel(tmp_path / ".stage/wheels/w-1.0-py3-none-any.whl", 1)
+    out = stage(tmp_path, "split", "--xz", *args)
+    assert out.returncode == 2 and f"argument {args[0]}:" in out.stderr.splitlines()[-1]
+    assert not (tmp_path / ".stage/parts").exists()
